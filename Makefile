@@ -1,0 +1,85 @@
+# libsn — top-level build. Each part of the tree owns a make fragment
+# (sim/sim.mk, sim/cudnn.mk, sim/cublas.mk, bench/bench.mk, shim/shim.mk,
+# tests/tests.mk) that appends to the variables below; this file holds the
+# shared flags, the sanitizer/debug knobs and the user-facing targets.
+#
+#   make                  build everything into build/
+#   make test             run every test; exits non-zero on any failure
+#   make demo             the main job (see README)
+#   make bench            benchmarks; tables go to bench/results/
+#   make SANITIZE=address|undefined|thread   instrumented build (own build dir)
+#   make DEBUG=1          -O0 with internal assertions (SN_DEBUG)
+
+CUDA_HOME ?= /usr/local/cuda
+CC        ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+BUILD := build
+ifneq ($(SANITIZE),)
+BUILD := build-$(SANITIZE)
+endif
+ifneq ($(DEBUG),)
+BUILD := $(BUILD)-debug
+endif
+
+OPT      := -O2
+ifneq ($(DEBUG),)
+OPT      := -O0 -DSN_DEBUG=1
+endif
+
+CFLAGS   := -std=c11 -g $(OPT) -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC \
+            -I. -I$(CUDA_HOME)/include
+LDFLAGS  :=
+SAN_FLAGS :=
+ifeq ($(SANITIZE),address)
+SAN_FLAGS := -fsanitize=address -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),undefined)
+SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SANITIZE),thread)
+SAN_FLAGS := -fsanitize=thread
+else ifneq ($(SANITIZE),)
+$(error SANITIZE must be address, undefined or thread)
+endif
+CFLAGS   += $(SAN_FLAGS)
+LDFLAGS  += $(SAN_FLAGS)
+
+# Programs that stand for "an unmodified CUDA program" link against the real
+# libraries' import names; LD_LIBRARY_PATH=$(BUILD)/sim picks the simulated
+# ones at run time.
+REAL_CUDART := -L$(CUDA_HOME)/lib64 -lcudart
+REAL_CUDA   := -L$(CUDA_HOME)/lib64/stubs -lcuda
+REAL_CUDNN  := -L$(CUDA_HOME)/lib64 -lcudnn
+REAL_CUBLAS := -L$(CUDA_HOME)/lib64 -lcublas
+SIM_DIR     := $(BUILD)/sim
+
+ALL_TARGETS :=
+TEST_BINS   :=
+TEST_SCRIPTS :=
+BENCH_TARGETS :=
+
+.PHONY: all test demo bench clean
+all: all-targets
+
+include $(sort $(wildcard sim/*.mk bench/*.mk shim/*.mk tracer/*.mk policy/*.mk allocator/*.mk tests/*.mk))
+
+all-targets: $(ALL_TARGETS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+test: $(ALL_TARGETS) $(TEST_BINS)
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run_tests.sh $(TEST_BINS) $(TEST_SCRIPTS)
+
+clean:
+	rm -rf build build-*
+
+demo: $(ALL_TARGETS)
+	@BUILD=$(BUILD) bench/demo.sh
+
+bench: $(ALL_TARGETS) $(BENCH_TARGETS)
+	@BUILD=$(BUILD) bench/run_bench.sh

@@ -1,0 +1,516 @@
+/*
+ * device.c — the simulated GPU's devices and memory.
+ *
+ * Every device owns a slice of this process's virtual address space, reserved
+ * PROT_NONE at start-up: the lower part serves cudaMalloc/cuMemAlloc (the
+ * "heap"), the upper part serves cuMemAddressReserve. Device pointers are thus
+ * real host addresses, the CPU-side arithmetic dereferences them directly, and
+ * a byte that is not mapped faults exactly where a GPU would raise an illegal
+ * address. VMM physical memory is one sparse memfd per device; cuMemMap maps a
+ * piece of it MAP_SHARED|MAP_FIXED, so data written through one mapping is seen
+ * through the next one, and cuMemUnmap puts the reserved PROT_NONE range back.
+ *
+ * With SIMGPU_COMPUTE=0 nothing is ever committed: no memfd is mapped, heap
+ * pages stay PROT_NONE, and residency is checked against the tables alone, so
+ * an 80 GB device can be simulated on a machine with far less memory.
+ *
+ * Capacity is accounted in bytes against SIMGPU_MEM (or the profile's size):
+ * heap allocations rounded to 512 bytes, VMM handles at their full size.
+ */
+#include "sim/simcore.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sim/simint.h"
+
+/* Figures and their sources: README.md, "Device profiles". */
+static const simgpu_profile k_profiles[] = {
+    {"k40", "Tesla K40c (simulated)", 11996954624ull, 4.29e12, 288e9, 10.0e9, 6.0e9, 2, 5000.0, 3, 5, 15},
+    {"titanx", "GeForce GTX TITAN X (simulated)", 12884705280ull, 6.14e12, 336.5e9, 11.0e9, 6.5e9, 2, 5000.0, 5, 2, 24},
+    {"v100", "Tesla V100-SXM2-16GB (simulated)", 16945512448ull, 15.7e12, 900e9, 12.0e9, 7.0e9, 2, 4000.0, 7, 0, 80},
+    {"h100", "NVIDIA H100 80GB HBM3 (simulated)", 85031714816ull, 66.9e12, 3350e9, 50.0e9, 20.0e9, 2, 3000.0, 9, 0, 132},
+};
+
+struct simgpu_global g_sim;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static __thread int t_device = 0;
+
+void simgpu_log(const char *fmt, ...)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "simgpu: ");
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(buf + n, sizeof buf - (size_t)n - 2, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, (size_t)n);
+    (void)w;
+}
+
+/* "12G", "512M", "1048576": binary suffixes; 0 on a malformed value. */
+static size_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return 0;
+    switch (*end) {
+    case 'k': case 'K': v *= 1024.0; end++; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b' || (*end == 'i' && end[1] == 'B'))
+        end += (*end == 'i') ? 2 : 1;
+    if (*end)
+        return 0;
+    return (size_t)v;
+}
+
+static int env_flag(const char *name, int def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no") || !strcmp(v, "false"))
+        return 0;
+    if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes") || !strcmp(v, "true"))
+        return 1;
+    simgpu_log("%s=%s not understood (use 0 or 1); using %d", name, v, def);
+    return def;
+}
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static void print_stats(void);
+
+static void init_device(struct simgpu_device *d, int idx, const simgpu_profile *p, size_t cap)
+{
+    memset(d, 0, sizeof *d);
+    d->index = idx;
+    d->prof = p;
+    d->capacity = cap;
+    /* Address space: generous, because reserving costs nothing and libsn may
+     * reserve several times the capacity for its tensors. */
+    d->heap_span = round_up(cap * 2 > ((size_t)1 << 30) ? cap * 2 : ((size_t)1 << 30), SIMGPU_GRANULARITY);
+    d->vmm_span = round_up(cap * 8 > ((size_t)8 << 30) ? cap * 8 : ((size_t)8 << 30), SIMGPU_GRANULARITY);
+    size_t span = d->heap_span + d->vmm_span + SIMGPU_GRANULARITY;
+    void *base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        simgpu_log("cannot reserve %zu bytes of address space for device %d: %s", span, idx, strerror(errno));
+        abort();
+    }
+    /* Align to the VMM granularity so reservations are naturally aligned. */
+    uintptr_t b = round_up((uintptr_t)base, SIMGPU_GRANULARITY);
+    d->heap_base = b;
+    d->vmm_base = b + d->heap_span;
+    sim_rangeset_init(&d->heap_free, d->heap_base, d->heap_span);
+    sim_rangeset_init(&d->vmm_free, d->vmm_base, d->vmm_span);
+    d->phys_span = round_up(cap * 4, SIMGPU_GRANULARITY);
+    /* Physical offsets start one granule in, so that 0 never names one. */
+    sim_rangeset_init(&d->phys_free, SIMGPU_GRANULARITY, d->phys_span);
+    d->memfd = -1;
+    if (g_sim.compute && g_sim.vmm) {
+        char name[32];
+        snprintf(name, sizeof name, "simgpu-dev%d", idx);
+        d->memfd = memfd_create(name, MFD_CLOEXEC);
+        if (d->memfd < 0 || ftruncate(d->memfd, (off_t)(d->phys_span + SIMGPU_GRANULARITY)) != 0) {
+            simgpu_log("cannot create physical memory for device %d: %s; VMM disabled", idx, strerror(errno));
+            if (d->memfd >= 0)
+                close(d->memfd);
+            d->memfd = -1;
+        }
+    }
+}
+
+static void do_init(void)
+{
+    const char *pname = getenv("SIMGPU_PROFILE");
+    const simgpu_profile *p = &k_profiles[0];
+    if (pname && *pname) {
+        int found = 0;
+        for (size_t i = 0; i < sizeof k_profiles / sizeof k_profiles[0]; i++)
+            if (!strcasecmp(pname, k_profiles[i].name)) {
+                p = &k_profiles[i];
+                found = 1;
+            }
+        if (!found)
+            simgpu_log("SIMGPU_PROFILE=%s unknown (k40, titanx, v100, h100); using k40", pname);
+    }
+    g_sim.compute = env_flag("SIMGPU_COMPUTE", 1);
+    g_sim.vmm = env_flag("SIMGPU_VMM", 1);
+    g_sim.stats = env_flag("SIMGPU_STATS", 0);
+    size_t cap = p->mem_bytes;
+    const char *m = getenv("SIMGPU_MEM");
+    if (m && *m) {
+        size_t v = parse_size(m);
+        if (v < ((size_t)1 << 20))
+            simgpu_log("SIMGPU_MEM=%s not understood (e.g. 12G, 512M; at least 1M); using %zu bytes", m, cap);
+        else
+            cap = v;
+    }
+    g_sim.ndev = 1;
+    const char *n = getenv("SIMGPU_DEVICES");
+    if (n && *n) {
+        int v = atoi(n);
+        if (v < 1 || v > SIMGPU_MAX_DEVICES)
+            simgpu_log("SIMGPU_DEVICES=%s out of range 1..%d; using 1", n, SIMGPU_MAX_DEVICES);
+        else
+            g_sim.ndev = v;
+    }
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&g_sim.lock, &a);
+    for (int i = 0; i < g_sim.ndev; i++)
+        init_device(&g_sim.dev[i], i, p, cap);
+    if (g_sim.stats)
+        atexit(print_stats);
+}
+
+void simgpu_init(void) { pthread_once(&g_once, do_init); }
+int simgpu_device_count(void) { simgpu_init(); return g_sim.ndev; }
+int simgpu_compute_enabled(void) { simgpu_init(); return g_sim.compute; }
+int simgpu_vmm_supported(void) { simgpu_init(); return g_sim.vmm; }
+const simgpu_profile *simgpu_profile_of(int dev) { simgpu_init(); return g_sim.dev[dev].prof; }
+size_t simgpu_capacity(int dev) { simgpu_init(); return g_sim.dev[dev].capacity; }
+int simgpu_current_device(void) { return t_device; }
+void simgpu_set_current_device(int dev) { t_device = dev; }
+
+struct simgpu_device *sim_dev(int i)
+{
+    simgpu_init();
+    return (i >= 0 && i < g_sim.ndev) ? &g_sim.dev[i] : NULL;
+}
+
+/* Must be called with g_sim.lock held. */
+int sim_charge_locked(struct simgpu_device *d, size_t bytes)
+{
+    if (bytes > d->capacity - d->used)
+        return -1;
+    d->used += bytes;
+    if (d->used > d->peak)
+        d->peak = d->used;
+    return 0;
+}
+
+/* ---- heap (cudaMalloc) --------------------------------------------------- */
+
+#define HEAP_ALIGN 512
+
+static size_t page_size(void)
+{
+    static size_t ps;
+    if (!ps)
+        ps = (size_t)sysconf(_SC_PAGESIZE);
+    return ps;
+}
+
+CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
+{
+    struct simgpu_device *d = sim_dev(dev);
+    if (!d || !out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t rs = round_up(size, HEAP_ALIGN);
+    if (rs < size)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&g_sim.lock);
+    if (sim_charge_locked(d, rs) != 0) {
+        pthread_mutex_unlock(&g_sim.lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    uintptr_t a = sim_rangeset_alloc(&d->heap_free, rs, HEAP_ALIGN);
+    if (!a) {
+        d->used -= rs;
+        pthread_mutex_unlock(&g_sim.lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (g_sim.compute) {
+        uintptr_t ps = page_size();
+        uintptr_t lo = a / ps * ps, hi = round_up(a + rs, ps);
+        if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
+            sim_rangeset_free(&d->heap_free, a, rs);
+            d->used -= rs;
+            pthread_mutex_unlock(&g_sim.lock);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    sim_extset_insert(&d->live, a, rs, SIM_EXT_HEAP, PROT_READ | PROT_WRITE, NULL);
+    pthread_mutex_unlock(&g_sim.lock);
+    *out = (CUdeviceptr)a;
+    return CUDA_SUCCESS;
+}
+
+static struct simgpu_device *device_of_locked(uintptr_t p)
+{
+    for (int i = 0; i < g_sim.ndev; i++) {
+        struct simgpu_device *d = &g_sim.dev[i];
+        if (p >= d->heap_base && p < d->vmm_base + d->vmm_span)
+            return d;
+    }
+    return NULL;
+}
+
+CUresult simgpu_free(CUdeviceptr p)
+{
+    simgpu_init();
+    if (!p)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&g_sim.lock);
+    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
+    if (!e || e->base != (uintptr_t)p || e->kind != SIM_EXT_HEAP) {
+        pthread_mutex_unlock(&g_sim.lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    uintptr_t a = e->base;
+    size_t rs = e->size;
+    sim_extset_remove(&d->live, a);
+    sim_rangeset_free(&d->heap_free, a, rs);
+    d->used -= rs;
+    if (g_sim.compute) {
+        /* Give back and protect the pages no live allocation shares any more,
+         * so a use after free faults instead of reading stale data. */
+        uintptr_t fb, fs;
+        if (sim_rangeset_containing(&d->heap_free, a, &fb, &fs)) {
+            uintptr_t ps = page_size();
+            uintptr_t lo = round_up(fb, ps), hi = (fb + fs) / ps * ps;
+            if (hi > lo) {
+                madvise((void *)lo, hi - lo, MADV_DONTNEED);
+                mprotect((void *)lo, hi - lo, PROT_NONE);
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_sim.lock);
+    return CUDA_SUCCESS;
+}
+
+void simgpu_mem_info(int dev, size_t *free_b, size_t *total_b)
+{
+    struct simgpu_device *d = sim_dev(dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&g_sim.lock);
+    if (free_b)
+        *free_b = d->capacity - d->used;
+    if (total_b)
+        *total_b = d->capacity;
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+int simgpu_device_of(const void *p)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    int r = d ? d->index : -1;
+    pthread_mutex_unlock(&g_sim.lock);
+    return r;
+}
+
+int simgpu_heap_lookup(const void *p, CUdeviceptr *base, size_t *size)
+{
+    simgpu_init();
+    int rc = -1;
+    pthread_mutex_lock(&g_sim.lock);
+    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
+    if (e && e->kind == SIM_EXT_HEAP) {
+        if (base)
+            *base = e->base;
+        if (size)
+            *size = e->size;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&g_sim.lock);
+    return rc;
+}
+
+/* ---- pinned host memory ------------------------------------------------- */
+
+void *simgpu_host_alloc(size_t size, unsigned flags)
+{
+    simgpu_init();
+    (void)flags;
+    if (size == 0)
+        return NULL;
+    size_t rs = round_up(size, page_size());
+    /* With compute off the pages are never touched, so they are never
+     * committed either: staging buffers for a full-size run cost nothing. */
+    void *p = mmap(NULL, rs, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (g_sim.compute ? 0 : MAP_NORESERVE), -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    pthread_mutex_lock(&g_sim.lock);
+    sim_extset_insert(&g_sim.pinned, (uintptr_t)p, rs, SIM_EXT_PINNED, PROT_READ | PROT_WRITE, NULL);
+    g_sim.pinned_bytes += rs;
+    pthread_mutex_unlock(&g_sim.lock);
+    return p;
+}
+
+int simgpu_host_free(void *p)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    struct sim_extent *e = sim_extset_find(&g_sim.pinned, (uintptr_t)p);
+    if (!e || e->base != (uintptr_t)p) {
+        pthread_mutex_unlock(&g_sim.lock);
+        return -1;
+    }
+    size_t rs = e->size;
+    sim_extset_remove(&g_sim.pinned, (uintptr_t)p);
+    g_sim.pinned_bytes -= rs;
+    pthread_mutex_unlock(&g_sim.lock);
+    munmap(p, rs);
+    return 0;
+}
+
+int simgpu_is_pinned(const void *p, size_t bytes)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    struct sim_extent *e = sim_extset_find(&g_sim.pinned, (uintptr_t)p);
+    int r = e && (uintptr_t)p + bytes <= e->base + e->size;
+    pthread_mutex_unlock(&g_sim.lock);
+    return r;
+}
+
+/* ---- residency ---------------------------------------------------------- */
+
+/* Walks the live extents covering [p, p+bytes); a heap access must stay
+ * inside one allocation, a VMM access may cross adjacent mappings. */
+static int range_ok_locked(uintptr_t p, size_t bytes, int write, const char **why)
+{
+    struct simgpu_device *d = device_of_locked(p);
+    if (!d) {
+        *why = "not a device address";
+        return 0;
+    }
+    uintptr_t end = p + bytes;
+    if (end < p || end > d->vmm_base + d->vmm_span) {
+        *why = "range wraps or leaves the device's address space";
+        return 0;
+    }
+    int need = write ? (PROT_READ | PROT_WRITE) : PROT_READ;
+    uintptr_t cur = p;
+    while (cur < end) {
+        struct sim_extent *e = sim_extset_find(&d->live, cur);
+        if (!e) {
+            *why = (cur >= d->vmm_base) ? "reserved but not mapped" : "not allocated (or freed)";
+            return 0;
+        }
+        if ((e->prot & need) != need) {
+            *why = (e->prot == 0) ? "mapped without access (cuMemSetAccess missing)" : "mapped read-only";
+            return 0;
+        }
+        if (e->kind == SIM_EXT_HEAP && end > e->base + e->size) {
+            *why = "runs past the end of its allocation";
+            return 0;
+        }
+        cur = e->base + e->size;
+    }
+    return 1;
+}
+
+int simgpu_range_ok(const void *p, size_t bytes, int write)
+{
+    if (bytes == 0)
+        return 1;
+    simgpu_init();
+    const char *why;
+    pthread_mutex_lock(&g_sim.lock);
+    int ok = range_ok_locked((uintptr_t)p, bytes, write, &why);
+    pthread_mutex_unlock(&g_sim.lock);
+    return ok;
+}
+
+void simgpu_check_range(const void *p, size_t bytes, int write, const char *what)
+{
+    if (bytes == 0)
+        return;
+    simgpu_init();
+    const char *why = "";
+    pthread_mutex_lock(&g_sim.lock);
+    int ok = range_ok_locked((uintptr_t)p, bytes, write, &why);
+    pthread_mutex_unlock(&g_sim.lock);
+    if (ok)
+        return;
+    simgpu_log("illegal address: %s %s [%p, +%zu): %s", what ? what : "access",
+               write ? "writes" : "reads", p, bytes, why);
+    /* A GPU ends the context; we end the process the way a CPU would. */
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    abort();
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+void simgpu_count_bytes(int dev, int kind, uint64_t bytes)
+{
+    struct simgpu_device *d = sim_dev(dev);
+    if (!d)
+        return;
+    pthread_mutex_lock(&g_sim.lock);
+    if (kind == 0)
+        d->bytes_h2d += bytes;
+    else if (kind == 1)
+        d->bytes_d2h += bytes;
+    else
+        d->bytes_d2d += bytes;
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+void simgpu_get_stats(int dev, simgpu_stats *out)
+{
+    struct simgpu_device *d = sim_dev(dev);
+    memset(out, 0, sizeof *out);
+    if (!d)
+        return;
+    pthread_mutex_lock(&g_sim.lock);
+    for (int i = 0; i < 3; i++) {
+        out->busy_ns[i] = d->busy_ns[i];
+        if (d->engine_free[i] > out->end_ns)
+            out->end_ns = d->engine_free[i];
+    }
+    out->bytes_h2d = d->bytes_h2d;
+    out->bytes_d2h = d->bytes_d2h;
+    out->bytes_d2d = d->bytes_d2d;
+    out->peak_bytes = d->peak;
+    out->used_bytes = d->used;
+    out->ops = d->ops;
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+static void print_stats(void)
+{
+    for (int i = 0; i < g_sim.ndev; i++) {
+        simgpu_stats s;
+        simgpu_get_stats(i, &s);
+        const simgpu_profile *p = g_sim.dev[i].prof;
+        simgpu_log("device %d (%s, %.2f GiB%s): %llu ops, end %.3f ms", i, p->name,
+                   g_sim.dev[i].capacity / 1073741824.0, g_sim.compute ? "" : ", compute off",
+                   (unsigned long long)s.ops, s.end_ns / 1e6);
+        simgpu_log("  busy ms: compute %.3f  copy-h2d %.3f  copy-d2h %.3f", s.busy_ns[0] / 1e6,
+                   s.busy_ns[1] / 1e6, s.busy_ns[2] / 1e6);
+        simgpu_log("  copied MiB: h2d %.1f  d2h %.1f  d2d %.1f", s.bytes_h2d / 1048576.0,
+                   s.bytes_d2h / 1048576.0, s.bytes_d2d / 1048576.0);
+        simgpu_log("  peak device memory %.1f MiB (in use at exit %.1f MiB)", s.peak_bytes / 1048576.0,
+                   s.used_bytes / 1048576.0);
+    }
+}

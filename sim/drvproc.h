@@ -1,0 +1,41 @@
+/*
+ * drvproc.h — how the simulated runtime, cuDNN and cuBLAS reach the driver.
+ *
+ * The real libcudart (and the static cudart inside libcudnn and libcublas)
+ * never calls the driver through its import table: it dlopens libcuda.so.1,
+ * looks up cuGetProcAddress_v2 with dlsym, and asks it for every entry point.
+ * libsn's driver-level hooks depend on exactly that path, so the simulated
+ * libraries reach the driver's allocation functions the same way: through
+ * simgpu_driver_proc(), which goes dlopen -> dlsym -> cuGetProcAddress.
+ * (Time-model helpers, simgpu_*, are linked directly; they have no real
+ * counterpart to intercept.)
+ */
+#ifndef SIMGPU_DRVPROC_H
+#define SIMGPU_DRVPROC_H
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <cuda.h>
+
+typedef CUresult (*simgpu_getproc_fn)(const char *, void **, int, cuuint64_t,
+                                      CUdriverProcAddressQueryResult *);
+
+/* Resolve one driver entry point by its base name ("cuMemAlloc"), as cudart
+ * does. NULL when the driver or the symbol is missing. */
+static inline void *simgpu_driver_proc(const char *name)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!lib)
+        return NULL;
+    simgpu_getproc_fn gpa = (simgpu_getproc_fn)dlsym(lib, "cuGetProcAddress_v2");
+    if (!gpa)
+        return NULL;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (gpa(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
+        st != CU_GET_PROC_ADDRESS_SUCCESS)
+        return NULL;
+    return fn;
+}
+
+#endif

@@ -1,0 +1,273 @@
+/*
+ * kernels.c — kernel registration and launch on the simulated device.
+ *
+ * Two kinds of launchable functions exist here. Functions that nvcc's host
+ * stubs register from a fat binary (__cudaRegisterFatBinary /
+ * __cudaRegisterFunction) have no CPU implementation: with SIMGPU_COMPUTE=0
+ * their launches are modelled with a nominal duration, so nvcc-built programs
+ * load and run for timing and memory studies; with compute on they fail the
+ * way CUDA reports a missing kernel image. Host functions registered through
+ * sim/simgpu.h are real: they run in stream order on the CPU and report their
+ * parameter layout through cudaFuncGetParamInfo, so kernel-launch
+ * interception can be tested end to end.
+ *
+ * nvcc 13's stubs launch through __cudaGetKernel + __cudaPopCallConfiguration
+ * + __cudaLaunchKernel(cudaKernel_t, ...); the kernel handle we hand out is
+ * the registry entry itself.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <uthash.h>
+
+#include "sim/simcore.h"
+#include "sim/simgpu.h"
+#include "sim/simrt.h"
+
+/* Nominal duration of a modelled kernel whose work is unknown. */
+#define SIM_KERNEL_NS 10000.0
+#define SIM_MAX_PARAMS 64
+
+enum { KERNEL_FATBIN = 1, KERNEL_HOST = 2 };
+
+struct kernel {
+    const void *key;              /* host stub or host function */
+    int kind;
+    simgpu_host_kernel_fn fn;
+    char name[128];
+    int nparams;
+    size_t offset[SIM_MAX_PARAMS], size[SIM_MAX_PARAMS];
+    UT_hash_handle hh;
+};
+
+static struct kernel *g_kernels;
+static pthread_mutex_t g_klock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct kernel *kernel_lookup(const void *key)
+{
+    struct kernel *k;
+    pthread_mutex_lock(&g_klock);
+    HASH_FIND_PTR(g_kernels, &key, k);
+    if (!k) {
+        /* A cudaKernel_t handle is the entry itself. */
+        for (struct kernel *it = g_kernels; it; it = it->hh.next)
+            if ((const void *)it == key) {
+                k = it;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&g_klock);
+    return k;
+}
+
+static struct kernel *kernel_add(const void *key, int kind, const char *name)
+{
+    struct kernel *k;
+    pthread_mutex_lock(&g_klock);
+    HASH_FIND_PTR(g_kernels, &key, k);
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k) {
+            pthread_mutex_unlock(&g_klock);
+            return NULL;
+        }
+        k->key = key;
+        HASH_ADD_PTR(g_kernels, key, k);
+    }
+    k->kind = kind;
+    strncpy(k->name, name ? name : "?", sizeof k->name - 1);
+    pthread_mutex_unlock(&g_klock);
+    return k;
+}
+
+int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name, int nparams,
+                                     const size_t *sizes);
+int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name, int nparams,
+                                     const size_t *sizes)
+{
+    if (!fn || nparams < 0 || nparams > SIM_MAX_PARAMS || (nparams && !sizes))
+        return -1;
+    struct kernel *k = kernel_add((const void *)fn, KERNEL_HOST, name);
+    if (!k)
+        return -1;
+    k->fn = fn;
+    k->nparams = nparams;
+    size_t off = 0;
+    for (int i = 0; i < nparams; i++) {
+        size_t a = sizes[i] >= 8 ? 8 : sizes[i] >= 4 ? 4 : sizes[i] >= 2 ? 2 : 1;
+        off = (off + a - 1) / a * a;
+        k->offset[i] = off;
+        k->size[i] = sizes[i];
+        off += sizes[i];
+    }
+    return 0;
+}
+
+/* ---- nvcc registration ------------------------------------------------------ */
+
+void **__cudaRegisterFatBinary(void *fatCubin)
+{
+    void **h = calloc(1, sizeof(void *));
+    if (h)
+        *h = fatCubin;
+    return h;
+}
+
+void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
+
+void __cudaUnregisterFatBinary(void **handle) { free(handle); }
+
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                            int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
+{
+    (void)handle; (void)deviceFun; (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
+    kernel_add(hostFun, KERNEL_FATBIN, deviceName);
+}
+
+void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                       size_t size, int constant, int global)
+{
+    (void)handle; (void)hostVar; (void)deviceAddress; (void)deviceName; (void)ext; (void)size; (void)constant;
+    (void)global;
+}
+
+void __cudaRegisterManagedVar(void **handle, void **hostVarPtrAddress, char *deviceAddress,
+                              const char *deviceName, int ext, size_t size, int constant, int global)
+{
+    (void)handle; (void)hostVarPtrAddress; (void)deviceAddress; (void)deviceName; (void)ext; (void)size;
+    (void)constant; (void)global;
+}
+
+char __cudaInitModule(void **handle)
+{
+    (void)handle;
+    return 1;
+}
+
+/* The <<<>>> configuration, pushed by the caller and popped by the stub. */
+struct launch_config { dim3 grid, block; size_t shmem; void *stream; };
+static __thread struct launch_config t_cfg[16];
+static __thread int t_cfg_n;
+
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st *stream)
+{
+    if (t_cfg_n >= 16)
+        return 1;
+    t_cfg[t_cfg_n++] = (struct launch_config){grid, block, shmem, stream};
+    return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, void *stream)
+{
+    if (t_cfg_n <= 0)
+        return simrt_fail(cudaErrorInvalidConfiguration);
+    struct launch_config c = t_cfg[--t_cfg_n];
+    *grid = c.grid;
+    *block = c.block;
+    *shmem = c.shmem;
+    *(void **)stream = c.stream;
+    return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
+{
+    struct kernel *k = kernel_lookup(hostFun);
+    if (!kernel || !k)
+        return simrt_fail(cudaErrorInvalidDeviceFunction);
+    *kernel = (cudaKernel_t)k;
+    return cudaSuccess;
+}
+
+/* ---- launch --------------------------------------------------------------- */
+
+static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+    (void)shmem;
+    struct kernel *k = kernel_lookup(func);
+    if (!k)
+        return simrt_fail(cudaErrorInvalidDeviceFunction);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+        (unsigned long long)block.x * block.y * block.z > 1024)
+        return simrt_fail(cudaErrorInvalidConfiguration);
+    if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
+        return simrt_fail(cudaErrorInvalidResourceHandle);
+    if (k->kind == KERNEL_FATBIN && simgpu_compute_enabled())
+        return simrt_fail(cudaErrorNoKernelImageForDevice);
+    simgpu_enqueue((CUstream)s, SIMGPU_COMPUTE, SIM_KERNEL_NS, k->name);
+    if (k->kind == KERNEL_HOST && simgpu_compute_enabled())
+        k->fn(args, grid, block);
+    return cudaSuccess;
+}
+
+#define PTDS ((cudaStream_t)CU_STREAM_PER_THREAD)
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+    return launch(func, grid, block, args, shmem, s);
+}
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                                  cudaStream_t s)
+{
+    return launch(func, grid, block, args, shmem, s ? s : PTDS);
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shmem,
+                               cudaStream_t s)
+{
+    return launch((const void *)kernel, grid, block, args, shmem, s);
+}
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shmem,
+                                    cudaStream_t s)
+{
+    return launch((const void *)kernel, grid, block, args, shmem, s ? s : PTDS);
+}
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                                        cudaStream_t s)
+{
+    return launch(func, grid, block, args, shmem, s);
+}
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args, size_t shmem,
+                                             cudaStream_t s)
+{
+    return launch(func, grid, block, args, shmem, s ? s : PTDS);
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *cfg, const void *func, void **args)
+{
+    if (!cfg)
+        return simrt_fail(cudaErrorInvalidValue);
+    return launch(func, cfg->gridDim, cfg->blockDim, args, cfg->dynamicSmemBytes, cfg->stream);
+}
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *func, void **args)
+{
+    if (!cfg)
+        return simrt_fail(cudaErrorInvalidValue);
+    return launch(func, cfg->gridDim, cfg->blockDim, args, cfg->dynamicSmemBytes, cfg->stream ? cfg->stream : PTDS);
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
+{
+    if (!fn)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
+        return simrt_fail(cudaErrorInvalidResourceHandle);
+    simgpu_enqueue((CUstream)s, SIMGPU_COMPUTE, 0, "hostFunc");
+    fn(user);
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetParamInfo(const void *func, size_t index, size_t *offset, size_t *size)
+{
+    struct kernel *k = kernel_lookup(func);
+    if (!k)
+        return simrt_fail(cudaErrorInvalidDeviceFunction);
+    if (!offset || !size)
+        return simrt_fail(cudaErrorInvalidValue);
+    /* Layouts of fat-binary kernels would need the cubin's metadata; the
+     * simulator has none, so it reports none, as for an unknown index. */
+    if (k->kind != KERNEL_HOST || index >= (size_t)k->nparams)
+        return simrt_fail(cudaErrorInvalidValue);
+    *offset = k->offset[index];
+    *size = k->size[index];
+    return cudaSuccess;
+}

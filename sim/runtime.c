@@ -1,0 +1,452 @@
+/*
+ * runtime.c — the simulated libcudart.so.13: the CUDA runtime API on the
+ * simulated device.
+ *
+ * Like the real runtime it reaches the driver's allocation entry points
+ * through dlopen("libcuda.so.1") + cuGetProcAddress (sim/drvproc.h), so an
+ * interposer that hooks the driver sees cudaMalloc's cuMemAlloc as it would on
+ * a GPU. Everything else calls the simulated device directly. Errors follow
+ * the runtime's conventions: each failing call records its error for
+ * cudaGetLastError / cudaPeekAtLastError, and the driver's codes are mapped to
+ * the runtime's.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "sim/simcore.h"
+#include "sim/drvproc.h"
+#include "sim/simrt.h"
+
+static __thread cudaError_t t_last_error = cudaSuccess;
+
+static struct {
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*mem_alloc_host)(void **, size_t);
+    CUresult (*mem_host_alloc)(void **, size_t, unsigned);
+    CUresult (*mem_free_host)(void *);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void drv_resolve(void)
+{
+    drv.mem_alloc = (CUresult(*)(CUdeviceptr *, size_t))simgpu_driver_proc("cuMemAlloc");
+    drv.mem_free = (CUresult(*)(CUdeviceptr))simgpu_driver_proc("cuMemFree");
+    drv.mem_alloc_host = (CUresult(*)(void **, size_t))simgpu_driver_proc("cuMemAllocHost");
+    drv.mem_host_alloc = (CUresult(*)(void **, size_t, unsigned))simgpu_driver_proc("cuMemHostAlloc");
+    drv.mem_free_host = (CUresult(*)(void *))simgpu_driver_proc("cuMemFreeHost");
+    drv.mem_get_info = (CUresult(*)(size_t *, size_t *))simgpu_driver_proc("cuMemGetInfo");
+    if (!drv.mem_alloc || !drv.mem_free || !drv.mem_alloc_host || !drv.mem_host_alloc || !drv.mem_free_host ||
+        !drv.mem_get_info)
+        simgpu_log("the runtime could not resolve the driver's memory entry points");
+}
+
+static int drv_ready(void)
+{
+    pthread_once(&drv_once, drv_resolve);
+    return drv.mem_alloc != NULL;
+}
+
+cudaError_t simrt_error(CUresult r)
+{
+    cudaError_t e;
+    switch (r) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_OUT_OF_MEMORY: e = cudaErrorMemoryAllocation; break;
+    case CUDA_ERROR_INVALID_HANDLE: e = cudaErrorInvalidResourceHandle; break;
+    case CUDA_ERROR_NOT_READY: return cudaErrorNotReady; /* not recorded, as CUDA does */
+    case CUDA_ERROR_INVALID_DEVICE: e = cudaErrorInvalidDevice; break;
+    case CUDA_ERROR_NOT_SUPPORTED: e = cudaErrorNotSupported; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: e = cudaErrorNoKernelImageForDevice; break;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: e = cudaErrorIllegalAddress; break;
+    default: e = cudaErrorInvalidValue; break;
+    }
+    t_last_error = e;
+    return e;
+}
+
+cudaError_t simrt_fail(cudaError_t e)
+{
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        t_last_error = e;
+    return e;
+}
+
+/* ---- device management -------------------------------------------------- */
+
+cudaError_t cudaGetDeviceCount(int *n)
+{
+    if (!n)
+        return simrt_fail(cudaErrorInvalidValue);
+    *n = simgpu_device_count();
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int dev)
+{
+    if (dev < 0 || dev >= simgpu_device_count())
+        return simrt_fail(cudaErrorInvalidDevice);
+    simgpu_set_current_device(dev);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *dev)
+{
+    if (!dev)
+        return simrt_fail(cudaErrorInvalidValue);
+    simgpu_init();
+    *dev = simgpu_current_device();
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    (void)flags;
+    simgpu_init();
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    if (!v)
+        return simrt_fail(cudaErrorInvalidValue);
+    *v = CUDA_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    if (!v)
+        return simrt_fail(cudaErrorInvalidValue);
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+int sim_device_attribute(int attr, int d);
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
+{
+    if (!p)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= simgpu_device_count())
+        return simrt_fail(cudaErrorInvalidDevice);
+    const simgpu_profile *pr = simgpu_profile_of(dev);
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", pr->long_name);
+    p->totalGlobalMem = simgpu_capacity(dev);
+    p->major = pr->cc_major;
+    p->minor = pr->cc_minor;
+    p->multiProcessorCount = pr->sm_count;
+    p->asyncEngineCount = pr->copy_engines;
+    p->unifiedAddressing = 1;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 2147483647;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->sharedMemPerBlock = 49152;
+    p->regsPerBlock = 65536;
+    p->totalConstMem = 65536;
+    p->memoryBusWidth = 384;
+    p->concurrentKernels = 1;
+    p->canMapHostMemory = 1;
+    p->pciDeviceID = dev;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int dev)
+{
+    if (!v)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (dev < 0 || dev >= simgpu_device_count())
+        return simrt_fail(cudaErrorInvalidDevice);
+    /* The runtime's attribute numbers are the driver's. */
+    *v = sim_device_attribute((int)attr, dev);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return simrt_error(simgpu_device_synchronize()); }
+
+cudaError_t cudaDeviceReset(void) { return simrt_error(simgpu_device_synchronize()); }
+
+/* ---- errors ---------------------------------------------------------------- */
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = t_last_error;
+    t_last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    switch (e) {
+#define N(x) case x: return #x;
+    N(cudaSuccess) N(cudaErrorInvalidValue) N(cudaErrorMemoryAllocation) N(cudaErrorInitializationError)
+    N(cudaErrorInvalidDevice) N(cudaErrorInvalidResourceHandle) N(cudaErrorNotReady)
+    N(cudaErrorInvalidDeviceFunction) N(cudaErrorNoKernelImageForDevice) N(cudaErrorIllegalAddress)
+    N(cudaErrorInvalidMemcpyDirection) N(cudaErrorNotSupported) N(cudaErrorInvalidDevicePointer)
+    N(cudaErrorLaunchFailure) N(cudaErrorInvalidConfiguration)
+#undef N
+    default: return "cudaErrorUnknown";
+    }
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    default: return "unknown error";
+    }
+}
+
+/* ---- memory ---------------------------------------------------------------- */
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    if (!p)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    if (bytes == 0) {
+        *p = NULL; /* cudaMalloc(0) succeeds with a null pointer */
+        return cudaSuccess;
+    }
+    CUdeviceptr d = 0;
+    CUresult r = drv.mem_alloc(&d, bytes);
+    if (r != CUDA_SUCCESS)
+        return simrt_error(r);
+    *p = (void *)d;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p)
+{
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    if (!p)
+        return cudaSuccess;
+    /* The runtime synchronises the device before freeing. */
+    simgpu_device_synchronize();
+    return simrt_error(drv.mem_free((CUdeviceptr)p));
+}
+
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    if (!p)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    if (bytes == 0) {
+        *p = NULL;
+        return cudaSuccess;
+    }
+    return simrt_error(drv.mem_alloc_host(p, bytes));
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
+{
+    if (!p)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    if (bytes == 0) {
+        *p = NULL;
+        return cudaSuccess;
+    }
+    return simrt_error(drv.mem_host_alloc(p, bytes, flags));
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    if (!p)
+        return cudaSuccess;
+    simgpu_device_synchronize();
+    return simrt_error(drv.mem_free_host(p));
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    if (!free_b || !total_b)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    return simrt_error(drv.mem_get_info(free_b, total_b));
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    if (!a)
+        return simrt_fail(cudaErrorInvalidValue);
+    memset(a, 0, sizeof *a);
+    int dev = simgpu_device_of(p);
+    if (dev >= 0) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = dev;
+        a->devicePointer = (void *)p;
+    } else if (simgpu_is_pinned(p, 1)) {
+        a->type = cudaMemoryTypeHost;
+        a->device = simgpu_current_device();
+        a->devicePointer = (void *)p;
+        a->hostPointer = (void *)p;
+    } else {
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+    }
+    return cudaSuccess;
+}
+
+/* cudaMemcpyKind -> the direction simgpu_memcpy checks. */
+static int dir_of(enum cudaMemcpyKind k, int *dir)
+{
+    switch (k) {
+    case cudaMemcpyHostToHost: *dir = 4; return 0;
+    case cudaMemcpyHostToDevice: *dir = 1; return 0;
+    case cudaMemcpyDeviceToHost: *dir = 2; return 0;
+    case cudaMemcpyDeviceToDevice: *dir = 3; return 0;
+    case cudaMemcpyDefault: *dir = 0; return 0;
+    default: return -1;
+    }
+}
+
+static cudaError_t memcpy_rt(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s, int sync)
+{
+    int dir;
+    if (dir_of(k, &dir))
+        return simrt_fail(cudaErrorInvalidMemcpyDirection);
+    return simrt_error(simgpu_memcpy(dst, src, n, dir, (CUstream)s, sync));
+}
+
+static cudaError_t memcpy2d_rt(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h,
+                               enum cudaMemcpyKind k, cudaStream_t s, int sync)
+{
+    int dir;
+    if (dir_of(k, &dir))
+        return simrt_fail(cudaErrorInvalidMemcpyDirection);
+    return simrt_error(simgpu_memcpy2d(dst, dp, src, sp, w, h, dir, (CUstream)s, sync));
+}
+
+#define PTDS ((cudaStream_t)CU_STREAM_PER_THREAD)
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
+{
+    return memcpy_rt(dst, src, n, k, NULL, 1);
+}
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind k)
+{
+    return memcpy_rt(dst, src, n, k, PTDS, 1);
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
+{
+    return memcpy_rt(dst, src, n, k, s, 0);
+}
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s)
+{
+    return memcpy_rt(dst, src, n, k, s ? s : PTDS, 0);
+}
+cudaError_t cudaMemcpy2D(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h,
+                         enum cudaMemcpyKind k)
+{
+    return memcpy2d_rt(dst, dp, src, sp, w, h, k, NULL, 1);
+}
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h,
+                              enum cudaMemcpyKind k, cudaStream_t s)
+{
+    return memcpy2d_rt(dst, dp, src, sp, w, h, k, s, 0);
+}
+cudaError_t cudaMemset(void *dst, int v, size_t n)
+{
+    return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, NULL, 0));
+}
+cudaError_t cudaMemset_ptds(void *dst, int v, size_t n)
+{
+    return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)PTDS, 0));
+}
+cudaError_t cudaMemsetAsync(void *dst, int v, size_t n, cudaStream_t s)
+{
+    return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)s, 0));
+}
+cudaError_t cudaMemsetAsync_ptsz(void *dst, int v, size_t n, cudaStream_t s)
+{
+    return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)(s ? s : PTDS), 0));
+}
+
+/* ---- streams and events ---------------------------------------------------- */
+
+cudaError_t cudaStreamCreate(cudaStream_t *s) { return simrt_error(simgpu_stream_create((CUstream *)s, 0, 0)); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
+{
+    return simrt_error(simgpu_stream_create((CUstream *)s, flags, 0));
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int prio)
+{
+    return simrt_error(simgpu_stream_create((CUstream *)s, flags, prio));
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) { return simrt_error(simgpu_stream_destroy((CUstream)s)); }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return simrt_error(simgpu_stream_synchronize((CUstream)s)); }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
+{
+    return simrt_error(simgpu_stream_synchronize((CUstream)(s ? s : PTDS)));
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) { return simrt_error(simgpu_stream_query((CUstream)s)); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+    (void)flags;
+    return simrt_error(simgpu_stream_wait_event((CUstream)s, (CUevent)e));
+}
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+    (void)flags;
+    return simrt_error(simgpu_stream_wait_event((CUstream)(s ? s : PTDS), (CUevent)e));
+}
+cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int *flags)
+{
+    if (!flags)
+        return simrt_fail(cudaErrorInvalidValue);
+    if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
+        return simrt_fail(cudaErrorInvalidResourceHandle);
+    *flags = simgpu_stream_flags((CUstream)s);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) { return simrt_error(simgpu_event_create((CUevent *)e, 0)); }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
+{
+    return simrt_error(simgpu_event_create((CUevent *)e, flags));
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return simrt_error(simgpu_event_destroy((CUevent)e)); }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    return simrt_error(simgpu_event_record((CUevent)e, (CUstream)s));
+}
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
+{
+    return simrt_error(simgpu_event_record((CUevent)e, (CUstream)(s ? s : PTDS)));
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) { return simrt_error(simgpu_event_query((CUevent)e)); }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return simrt_error(simgpu_event_synchronize((CUevent)e)); }
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+    return simrt_error(simgpu_event_elapsed(ms, (CUevent)a, (CUevent)b));
+}

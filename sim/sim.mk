@@ -1,0 +1,20 @@
+# sim/ — the simulated CUDA runtime and driver (libcudart.so.13, libcuda.so.1).
+# cuDNN and cuBLAS have fragments of their own (sim/cudnn.mk, sim/cublas.mk).
+
+SIM_DRIVER_SRC := sim/device.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/driver.c
+SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c
+
+$(SIM_DIR)/libcuda.so.1: $(SIM_DRIVER_SRC:%.c=$(BUILD)/%.o) sim/libcuda.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-soname,libcuda.so.1 \
+	    -Wl,--version-script=sim/libcuda.map $(LDFLAGS) -lpthread -ldl -lm
+	ln -sf libcuda.so.1 $(SIM_DIR)/libcuda.so
+
+$(SIM_DIR)/libcudart.so.13: $(SIM_RUNTIME_SRC:%.c=$(BUILD)/%.o) sim/libcudart.map $(SIM_DIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-soname,libcudart.so.13 \
+	    -Wl,--version-script=sim/libcudart.map $(LDFLAGS) -L$(SIM_DIR) -l:libcuda.so.1 -lpthread -ldl -lm
+	ln -sf libcudart.so.13 $(SIM_DIR)/libcudart.so
+
+SIM_LIBS := $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/libcudart.so.13
+ALL_TARGETS += $(SIM_LIBS)

@@ -1,0 +1,151 @@
+/*
+ * simcore.h — the simulated device's internal interface.
+ *
+ * The simulated driver (build/sim/libcuda.so.1) owns all device state: device
+ * profiles, capacity accounting, device memory (cudaMalloc heap and VMM), the
+ * timeline (streams, events, engines, the host clock) and run statistics.
+ * The simulated runtime, cuDNN and cuBLAS are thin layers that validate their
+ * arguments, check the device ranges they touch, do the arithmetic on the CPU
+ * and charge the timeline through the simgpu_* functions declared here.
+ * These names are private to sim/: nothing outside sim/ and its tests may
+ * depend on them, because the real libraries do not have them.
+ *
+ * Execution model: work is performed immediately, in host program order, at
+ * the moment it is enqueued; only its *time* is modelled. Results are
+ * therefore deterministic and bit-exact, and ordering bugs that would only be
+ * races on a real GPU are not detected by data (see README, "Fidelity").
+ */
+#ifndef SIMGPU_SIMCORE_H
+#define SIMGPU_SIMCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+
+#define SIMGPU_MAX_DEVICES 8
+#define SIMGPU_GRANULARITY ((size_t)2 << 20) /* VMM allocation granularity */
+
+/* Performance profile of one simulated GPU model; figures and their sources
+ * are listed in README.md ("Device profiles"). */
+typedef struct simgpu_profile {
+    const char *name;         /* k40, titanx, v100, h100 */
+    const char *long_name;    /* what cudaGetDeviceProperties reports */
+    size_t mem_bytes;         /* totalGlobalMem */
+    double fp32_flops;        /* peak FP32 FLOP/s */
+    double mem_bw;            /* device memory bandwidth, bytes/s */
+    double pcie_pinned_bw;    /* host<->device, pinned host memory, bytes/s */
+    double pcie_pageable_bw;  /* host<->device, pageable host memory, bytes/s */
+    int copy_engines;         /* 1: H2D and D2H share one engine; 2: separate */
+    double launch_ns;         /* fixed device-side cost of every op */
+    int cc_major, cc_minor;   /* compute capability */
+    int sm_count;
+} simgpu_profile;
+
+/* Engines of the timeline. */
+enum simgpu_engine { SIMGPU_COMPUTE = 0, SIMGPU_COPY_H2D = 1, SIMGPU_COPY_D2H = 2 };
+
+/* ---- configuration and devices ---------------------------------------- */
+
+/* Idempotent, thread-safe initialisation from SIMGPU_* variables. */
+void simgpu_init(void);
+int simgpu_device_count(void);
+int simgpu_compute_enabled(void);       /* SIMGPU_COMPUTE (default 1) */
+int simgpu_vmm_supported(void);         /* SIMGPU_VMM (default 1) */
+const simgpu_profile *simgpu_profile_of(int dev);
+size_t simgpu_capacity(int dev);
+
+/* The calling thread's current device (cudaSetDevice / cuCtxSetCurrent). */
+int simgpu_current_device(void);
+void simgpu_set_current_device(int dev);
+
+/* ---- device memory ------------------------------------------------------ */
+
+/* cudaMalloc-style allocation on dev: 256-byte aligned, size rounded up to
+ * 512 bytes for accounting. Returns CUDA_ERROR_OUT_OF_MEMORY when capacity
+ * would be exceeded. */
+CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out);
+CUresult simgpu_free(CUdeviceptr p);      /* CUDA_ERROR_INVALID_VALUE if unknown */
+void simgpu_mem_info(int dev, size_t *free_b, size_t *total_b);
+
+/* Which device holds p (heap allocation or VMM reservation), or -1. */
+int simgpu_device_of(const void *p);
+/* Base and size of the heap allocation containing p (0 on success). */
+int simgpu_heap_lookup(const void *p, CUdeviceptr *base, size_t *size);
+
+/* Pinned host memory registry (cudaMallocHost / cudaHostAlloc). */
+void *simgpu_host_alloc(size_t size, unsigned flags);
+int simgpu_host_free(void *p);            /* 0 ok, -1 unknown pointer */
+int simgpu_is_pinned(const void *p, size_t bytes);
+
+/* Residency check: every byte of [p, p+bytes) must be a live heap allocation
+ * or a VMM mapping with the needed access (write != 0: read-write). On
+ * failure it reports what was touched and kills the process with SIGSEGV, as
+ * an illegal address does on a real GPU. bytes == 0 checks nothing. */
+void simgpu_check_range(const void *p, size_t bytes, int write, const char *what);
+/* The same test without the fault: 1 if accessible. */
+int simgpu_range_ok(const void *p, size_t bytes, int write);
+
+/* ---- timeline ----------------------------------------------------------- */
+
+/* Charge an op to stream s (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD or a
+ * created stream) on engine e, lasting dur_ns plus the profile's launch cost,
+ * honouring stream order, legacy-default-stream synchronisation, waits on
+ * events and engine occupancy. The host clock advances by the API overhead.
+ * Returns the simulated completion time in ns. */
+uint64_t simgpu_enqueue(CUstream s, enum simgpu_engine e, double dur_ns, const char *name);
+/* Block the calling thread (in simulated time) until t_ns. */
+void simgpu_host_wait_until(uint64_t t_ns);
+uint64_t simgpu_host_now(void);           /* calling thread's simulated clock */
+/* 0 if s is usable on the current device, CUDA_ERROR_INVALID_HANDLE if not. */
+CUresult simgpu_stream_check(CUstream s);
+/* Flags a stream was created with (0 for the default streams). */
+unsigned simgpu_stream_flags(CUstream s);
+/* Device of a stream (current device for the default streams). */
+int simgpu_stream_device(CUstream s);
+
+/* Cost-model helpers for libraries built on the sim: time in ns of moving
+ * bytes through device memory, and of flops at the profile's peak times an
+ * efficiency in (0, 1]. Both on the device of stream s. */
+double simgpu_mem_time_ns(CUstream s, double bytes);
+double simgpu_flop_time_ns(CUstream s, double flops, double efficiency);
+
+/* Copies and sets with CUDA's semantics and costs, shared by the driver and
+ * runtime entry points. Pointers are classified (device / pinned / pageable)
+ * by address; dir_hint is 0 for "infer" or the cudaMemcpyKind the caller
+ * claimed (1 H2D, 2 D2H, 3 D2D, 4 H2H), checked against the pointers.
+ * sync != 0 blocks the host clock until completion (cudaMemcpy); pageable
+ * host memory makes an async copy block too, as the real driver does. */
+CUresult simgpu_memcpy(void *dst, const void *src, size_t bytes, int dir_hint, CUstream s, int sync);
+CUresult simgpu_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height, int dir_hint, CUstream s, int sync);
+CUresult simgpu_memset(void *dst, unsigned value, size_t elem_size, size_t count, CUstream s, int sync);
+
+/* Event and stream operations the runtime shares with the driver. */
+CUresult simgpu_stream_create(CUstream *out, unsigned flags, int priority);
+CUresult simgpu_stream_destroy(CUstream s);
+CUresult simgpu_stream_synchronize(CUstream s);
+CUresult simgpu_stream_query(CUstream s);   /* CUDA_ERROR_NOT_READY while busy */
+CUresult simgpu_stream_wait_event(CUstream s, CUevent e);
+CUresult simgpu_event_create(CUevent *out, unsigned flags);
+CUresult simgpu_event_destroy(CUevent e);
+CUresult simgpu_event_record(CUevent e, CUstream s);
+CUresult simgpu_event_query(CUevent e);
+CUresult simgpu_event_synchronize(CUevent e);
+CUresult simgpu_event_elapsed(float *ms, CUevent start, CUevent end);
+CUresult simgpu_device_synchronize(void);
+
+/* Statistics (SIMGPU_STATS=1 prints them at exit). */
+typedef struct simgpu_stats {
+    uint64_t busy_ns[3];          /* per engine */
+    uint64_t bytes_h2d, bytes_d2h, bytes_d2d;
+    size_t peak_bytes, used_bytes;
+    uint64_t ops;
+    uint64_t end_ns;              /* latest completion on any engine */
+} simgpu_stats;
+void simgpu_get_stats(int dev, simgpu_stats *out);
+void simgpu_count_bytes(int dev, int kind /* 0 h2d, 1 d2h, 2 d2d */, uint64_t bytes);
+
+/* Error/diagnostic line on stderr with the "simgpu:" prefix. */
+void simgpu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

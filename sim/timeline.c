@@ -1,0 +1,265 @@
+/*
+ * timeline.c — simulated time: streams, events, engines and the host clock.
+ *
+ * Each device has one compute engine and copy engines for host-to-device and
+ * device-to-host traffic (shared when the profile has one copy engine). An op
+ * starts when its stream's previous op has finished, its engine is free and
+ * the host has issued it; it then occupies the engine for its modelled
+ * duration plus the profile's launch cost. The legacy default stream waits
+ * for all work of blocking streams and they wait for it; non-blocking streams
+ * are exempt, as in CUDA. Events capture the completion time of the work
+ * before them; cudaStreamWaitEvent moves a stream's ready time forward.
+ *
+ * The host clock is per thread (a thread starts at the latest time any thread
+ * has reached): every API call costs it SIM_HOST_CALL_NS, and synchronous
+ * calls move it to the completion time they wait for. Query loops therefore
+ * make progress and finish, deterministically.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "sim/simint.h"
+#include "sim/simtime.h"
+
+static __thread uint64_t t_host;
+static __thread int t_host_set;
+static __thread struct CUstream_st *t_ptds[SIMGPU_MAX_DEVICES];
+
+struct stream_key { struct CUstream_st *s; UT_hash_handle hh; };
+static struct stream_key *g_streams;
+
+static uint64_t *host_clock(void)
+{
+    if (!t_host_set) {
+        t_host = g_sim.host_hwm;
+        t_host_set = 1;
+    }
+    return &t_host;
+}
+
+static void host_advance_locked(uint64_t t)
+{
+    uint64_t *h = host_clock();
+    if (t > *h)
+        *h = t;
+    if (*h > g_sim.host_hwm)
+        g_sim.host_hwm = *h;
+}
+
+uint64_t simgpu_host_now(void)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    uint64_t t = *host_clock();
+    pthread_mutex_unlock(&g_sim.lock);
+    return t;
+}
+
+void simgpu_host_wait_until(uint64_t t)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    host_advance_locked(t);
+    pthread_mutex_unlock(&g_sim.lock);
+}
+
+void sim_host_call_locked(void) { host_advance_locked(*host_clock() + SIM_HOST_CALL_NS); }
+
+/* ---- streams ------------------------------------------------------------- */
+
+struct CUstream_st *sim_stream_create(int dev, unsigned flags, int priority)
+{
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    struct stream_key *k = calloc(1, sizeof *k);
+    if (!s || !k) {
+        free(s);
+        free(k);
+        return NULL;
+    }
+    s->magic = SIM_STREAM_MAGIC;
+    s->dev = dev;
+    s->flags = flags;
+    s->priority = priority;
+    s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+    k->s = s;
+    pthread_mutex_lock(&g_sim.lock);
+    s->ready = *host_clock();
+    HASH_ADD_PTR(g_streams, s, k);
+    pthread_mutex_unlock(&g_sim.lock);
+    return s;
+}
+
+int sim_stream_destroy(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&g_sim.lock);
+    struct stream_key *k;
+    HASH_FIND_PTR(g_streams, &s, k);
+    if (!k) {
+        pthread_mutex_unlock(&g_sim.lock);
+        return -1;
+    }
+    HASH_DEL(g_streams, k);
+    s->magic = 0;
+    pthread_mutex_unlock(&g_sim.lock);
+    free(k);
+    free(s);
+    return 0;
+}
+
+/* Resolves the special handles. NULL: not a stream we know. The caller
+ * holds the lock. */
+struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy)
+{
+    *legacy = 0;
+    if (h == NULL || h == CU_STREAM_LEGACY) {
+        *legacy = 1;
+        return NULL;
+    }
+    if (h == CU_STREAM_PER_THREAD) {
+        int dev = simgpu_current_device();
+        if (!t_ptds[dev]) {
+            struct CUstream_st *s = calloc(1, sizeof *s);
+            if (!s)
+                abort();
+            s->magic = SIM_STREAM_MAGIC;
+            s->dev = dev;
+            s->blocking = 1;
+            s->ready = *host_clock();
+            t_ptds[dev] = s; /* lives as long as the thread; never destroyed */
+        }
+        return t_ptds[dev];
+    }
+    struct CUstream_st *s = (struct CUstream_st *)h;
+    struct stream_key *k;
+    HASH_FIND_PTR(g_streams, &s, k);
+    return k ? s : NULL;
+}
+
+CUresult simgpu_stream_check(CUstream h)
+{
+    simgpu_init();
+    int legacy;
+    pthread_mutex_lock(&g_sim.lock);
+    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    pthread_mutex_unlock(&g_sim.lock);
+    return (legacy || s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+int simgpu_stream_device(CUstream h)
+{
+    simgpu_init();
+    int legacy;
+    pthread_mutex_lock(&g_sim.lock);
+    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    int dev = s ? s->dev : simgpu_current_device();
+    pthread_mutex_unlock(&g_sim.lock);
+    return dev;
+}
+
+/* Earliest time new work on this stream may start, by stream order and the
+ * legacy default stream's implicit synchronisation. */
+uint64_t sim_stream_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy)
+{
+    if (legacy)
+        return d->legacy_ready > d->blocking_max ? d->legacy_ready : d->blocking_max;
+    uint64_t t = s->ready;
+    if (s->blocking && d->legacy_ready > t)
+        t = d->legacy_ready;
+    return t;
+}
+
+void sim_stream_set_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy, uint64_t t)
+{
+    if (legacy) {
+        if (t > d->legacy_ready)
+            d->legacy_ready = t;
+    } else {
+        if (t > s->ready)
+            s->ready = t;
+        if (s->blocking && t > d->blocking_max)
+            d->blocking_max = t;
+    }
+    if (t > d->all_max)
+        d->all_max = t;
+}
+
+static int engine_index(const struct simgpu_device *d, enum simgpu_engine e)
+{
+    if (e == SIMGPU_COPY_D2H && d->prof->copy_engines < 2)
+        return SIMGPU_COPY_H2D;
+    return (int)e;
+}
+
+uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const char *name)
+{
+    (void)name;
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    int legacy;
+    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    struct simgpu_device *d = sim_dev(s ? s->dev : simgpu_current_device());
+    sim_host_call_locked();
+    int ei = engine_index(d, e);
+    uint64_t start = *host_clock();
+    uint64_t r = sim_stream_ready_locked(d, s, legacy);
+    if (r > start)
+        start = r;
+    if (d->engine_free[ei] > start)
+        start = d->engine_free[ei];
+    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
+    uint64_t end = start + dur;
+    d->engine_free[ei] = end;
+    d->busy_ns[ei] += dur;
+    d->ops++;
+    sim_stream_set_ready_locked(d, s, legacy, end);
+    pthread_mutex_unlock(&g_sim.lock);
+    return end;
+}
+
+double simgpu_mem_time_ns(CUstream s, double bytes)
+{
+    const simgpu_profile *p = simgpu_profile_of(simgpu_stream_device(s));
+    return bytes / p->mem_bw * 1e9;
+}
+
+double simgpu_flop_time_ns(CUstream s, double flops, double efficiency)
+{
+    const simgpu_profile *p = simgpu_profile_of(simgpu_stream_device(s));
+    if (efficiency <= 0)
+        efficiency = 1e-3;
+    if (efficiency > 1)
+        efficiency = 1;
+    return flops / (p->fp32_flops * efficiency) * 1e9;
+}
+
+/* Time at which everything issued on the stream has finished. */
+uint64_t sim_stream_done_locked(CUstream h)
+{
+    int legacy;
+    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    struct simgpu_device *d = sim_dev(s ? s->dev : simgpu_current_device());
+    return sim_stream_ready_locked(d, s, legacy);
+}
+
+uint64_t sim_device_done_locked(int dev)
+{
+    struct simgpu_device *d = sim_dev(dev);
+    uint64_t t = d->all_max;
+    for (int e = 0; e < 3; e++)
+        if (d->engine_free[e] > t)
+            t = d->engine_free[e];
+    return t;
+}
+
+unsigned simgpu_stream_flags(CUstream h)
+{
+    simgpu_init();
+    int legacy;
+    pthread_mutex_lock(&g_sim.lock);
+    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    unsigned f = s ? s->flags : 0;
+    pthread_mutex_unlock(&g_sim.lock);
+    return f;
+}

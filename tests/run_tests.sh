@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test binary and test script given on the command line against
+# the simulated device, sums the cmocka verdicts of each binary and prints one
+# closing line, "N passed, N failed", that CI reads. A binary that dies
+# before printing its own summary counts as one failure. Exit status is
+# non-zero if anything failed.
+set -u
+BUILD=${BUILD:-build}
+export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SN_TEST_BUILD="$PWD/$BUILD"
+# Tests must not inherit a user's simulated-device or libsn settings.
+for v in $(env | grep -oE '^(SIMGPU|SN)_[A-Z0-9_]+' | grep -v '^SN_TEST_'); do unset "$v"; done
+
+passed=0; failed=0; failed_names=()
+logdir="$BUILD/test-logs"; mkdir -p "$logdir"
+for t in "$@"; do
+    name=$(basename "$t")
+    log="$logdir/$name.log"
+    start=$(date +%s)
+    if [[ "$t" == *.sh ]]; then
+        bash "$t" >"$log" 2>&1; rc=$?
+    else
+        "$t" >"$log" 2>&1; rc=$?
+    fi
+    secs=$(( $(date +%s) - start ))
+    p=$(grep -aoE '^\[  PASSED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+    f=$(grep -aoE '^\[  FAILED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+    if [[ "$t" == *.sh ]]; then
+        # Scripts report "ok"/"not ok" lines (TAP-like); each counts.
+        p=$(grep -acE '^ok ' "$log"); f=$(grep -acE '^not ok ' "$log")
+    fi
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; echo "  (no verdict from $name)" >>"$log"; fi
+    passed=$((passed + p)); failed=$((failed + f))
+    if [ "$f" -ne 0 ]; then
+        failed_names+=("$name")
+        printf 'FAIL %-28s %3d passed %3d failed  %ds  (log: %s)\n' "$name" "$p" "$f" "$secs" "$log"
+        tail -n 30 "$log" | sed 's/^/    | /'
+    else
+        printf 'ok   %-28s %3d passed  %ds\n' "$name" "$p" "$secs"
+    fi
+done
+echo
+[ ${#failed_names[@]} -eq 0 ] || echo "failed: ${failed_names[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
