@@ -75,7 +75,7 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d)
 }
 
 /* The attributes a framework or libsn asks about; others report 0. */
-int sim_device_attribute(int attr, int d)
+int simgpu_device_attribute(int attr, int d)
 {
     const simgpu_profile *p = simgpu_profile_of(d);
     switch (attr) {
@@ -111,7 +111,7 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute attr, CUdevice d)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev_ok(d) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_DEVICE;
-    *v = sim_device_attribute((int)attr, d);
+    *v = simgpu_device_attribute((int)attr, d);
     return CUDA_SUCCESS;
 }
 

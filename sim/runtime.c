@@ -126,7 +126,7 @@ cudaError_t cudaRuntimeGetVersion(int *v)
     return cudaSuccess;
 }
 
-int sim_device_attribute(int attr, int d);
+
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int dev)
 {
@@ -166,7 +166,7 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int dev)
     if (dev < 0 || dev >= simgpu_device_count())
         return simrt_fail(cudaErrorInvalidDevice);
     /* The runtime's attribute numbers are the driver's. */
-    *v = sim_device_attribute((int)attr, dev);
+    *v = simgpu_device_attribute((int)attr, dev);
     return cudaSuccess;
 }
 

@@ -54,6 +54,9 @@ int simgpu_vmm_supported(void);         /* SIMGPU_VMM (default 1) */
 const simgpu_profile *simgpu_profile_of(int dev);
 size_t simgpu_capacity(int dev);
 
+/* cuDeviceGetAttribute's answer (runtime and driver attribute numbers agree). */
+int simgpu_device_attribute(int attr, int dev);
+
 /* The calling thread's current device (cudaSetDevice / cuCtxSetCurrent). */
 int simgpu_current_device(void);
 void simgpu_set_current_device(int dev);

@@ -1,0 +1,9 @@
+# tests/ — tests of the simulated runtime and driver. Other parts register
+# their own tests from their fragments. Test programs link against the real
+# CUDA import libraries: they run on the simulator only through
+# LD_LIBRARY_PATH, exactly as an unmodified program would.
+
+$(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl
+
+TEST_BINS += $(BUILD)/tests/test_sim_runtime
