@@ -59,8 +59,12 @@ TEST_BINS   :=
 TEST_SCRIPTS :=
 BENCH_TARGETS :=
 
-.PHONY: all test demo bench clean
+.PHONY: all test demo bench clean deps
 all: all-targets
+
+# Installs missing Debian packages (as root) or says which are missing.
+deps:
+	@tools/deps.sh
 
 include $(sort $(wildcard sim/*.mk bench/*.mk shim/*.mk tracer/*.mk policy/*.mk allocator/*.mk tests/*.mk))
 
@@ -72,14 +76,17 @@ $(BUILD)/%.o: %.c
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-test: $(ALL_TARGETS) $(TEST_BINS)
+test: deps
+	@$(MAKE) --no-print-directory all-targets $(TEST_BINS)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run_tests.sh $(TEST_BINS) $(TEST_SCRIPTS)
 
 clean:
 	rm -rf build build-*
 
-demo: $(ALL_TARGETS)
+demo: deps
+	@$(MAKE) --no-print-directory all-targets
 	@BUILD=$(BUILD) bench/demo.sh
 
-bench: $(ALL_TARGETS) $(BENCH_TARGETS)
+bench: deps
+	@$(MAKE) --no-print-directory all-targets $(BENCH_TARGETS)
 	@BUILD=$(BUILD) bench/run_bench.sh

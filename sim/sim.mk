@@ -18,3 +18,9 @@ $(SIM_DIR)/libcudart.so.13: $(SIM_RUNTIME_SRC:%.c=$(BUILD)/%.o) sim/libcudart.ma
 
 SIM_LIBS := $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/libcudart.so.13
 ALL_TARGETS += $(SIM_LIBS)
+
+# A plain CUDA program (real headers, real import libraries) that runs on the
+# simulator through LD_LIBRARY_PATH only.
+$(BUILD)/sim_sample: $(BUILD)/sim/sample/sample.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA)
+ALL_TARGETS += $(BUILD)/sim_sample

@@ -11,6 +11,12 @@ export SN_TEST_BUILD="$PWD/$BUILD"
 # Tests must not inherit a user's simulated-device or libsn settings.
 for v in $(env | grep -oE '^(SIMGPU|SN)_[A-Z0-9_]+' | grep -v '^SN_TEST_'); do unset "$v"; done
 
+# Some tests expect a process to die of SIGSEGV (an illegal address): the
+# sanitizers must leave that signal alone.
+export ASAN_OPTIONS="handle_segv=0:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="handle_segv=0:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="handle_segv=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+
 passed=0; failed=0; failed_names=()
 logdir="$BUILD/test-logs"; mkdir -p "$logdir"
 for t in "$@"; do

@@ -7,3 +7,4 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl
 
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
+TEST_SCRIPTS += tests/test_sim_sample.sh
