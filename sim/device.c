@@ -154,6 +154,16 @@ static void do_init(void)
     g_sim.compute = env_flag("SIMGPU_COMPUTE", 1);
     g_sim.vmm = env_flag("SIMGPU_VMM", 1);
     g_sim.stats = env_flag("SIMGPU_STATS", 0);
+    g_sim.hazards = 2;
+    const char *hz = getenv("SIMGPU_HAZARDS");
+    if (hz && *hz) {
+        if (!strcmp(hz, "off") || !strcmp(hz, "0"))
+            g_sim.hazards = 0;
+        else if (!strcmp(hz, "warn"))
+            g_sim.hazards = 1;
+        else if (strcmp(hz, "fatal") != 0)
+            simgpu_log("SIMGPU_HAZARDS=%s not understood (fatal, warn, off); using fatal", hz);
+    }
     size_t cap = p->mem_bytes;
     const char *m = getenv("SIMGPU_MEM");
     if (m && *m) {
@@ -257,7 +267,7 @@ CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
     return CUDA_SUCCESS;
 }
 
-static struct simgpu_device *device_of_locked(uintptr_t p)
+struct simgpu_device *sim_device_of_locked(uintptr_t p)
 {
     for (int i = 0; i < g_sim.ndev; i++) {
         struct simgpu_device *d = &g_sim.dev[i];
@@ -273,7 +283,7 @@ CUresult simgpu_free(CUdeviceptr p)
     if (!p)
         return CUDA_SUCCESS;
     pthread_mutex_lock(&g_sim.lock);
-    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
     struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
     if (!e || e->base != (uintptr_t)p || e->kind != SIM_EXT_HEAP) {
         pthread_mutex_unlock(&g_sim.lock);
@@ -283,6 +293,7 @@ CUresult simgpu_free(CUdeviceptr p)
     size_t rs = e->size;
     sim_extset_remove(&d->live, a);
     sim_rangeset_free(&d->heap_free, a, rs);
+    sim_hazard_forget_locked(d, a, rs);
     d->used -= rs;
     if (g_sim.compute) {
         /* Give back and protect the pages no live allocation shares any more,
@@ -318,7 +329,7 @@ int simgpu_device_of(const void *p)
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
-    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
     int r = d ? d->index : -1;
     pthread_mutex_unlock(&g_sim.lock);
     return r;
@@ -329,7 +340,7 @@ int simgpu_heap_lookup(const void *p, CUdeviceptr *base, size_t *size)
     simgpu_init();
     int rc = -1;
     pthread_mutex_lock(&g_sim.lock);
-    struct simgpu_device *d = device_of_locked((uintptr_t)p);
+    struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
     struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
     if (e && e->kind == SIM_EXT_HEAP) {
         if (base)
@@ -397,7 +408,7 @@ int simgpu_is_pinned(const void *p, size_t bytes)
  * inside one allocation, a VMM access may cross adjacent mappings. */
 static int range_ok_locked(uintptr_t p, size_t bytes, int write, const char **why)
 {
-    struct simgpu_device *d = device_of_locked(p);
+    struct simgpu_device *d = sim_device_of_locked(p);
     if (!d) {
         *why = "not a device address";
         return 0;
@@ -449,8 +460,10 @@ void simgpu_check_range(const void *p, size_t bytes, int write, const char *what
     pthread_mutex_lock(&g_sim.lock);
     int ok = range_ok_locked((uintptr_t)p, bytes, write, &why);
     pthread_mutex_unlock(&g_sim.lock);
-    if (ok)
+    if (ok) {
+        sim_hazard_note(p, bytes, write, what);
         return;
+    }
     simgpu_log("illegal address: %s %s [%p, +%zu): %s", what ? what : "access",
                write ? "writes" : "reads", p, bytes, why);
     /* A GPU ends the context; we end the process the way a CPU would. */

@@ -26,16 +26,24 @@ static int side_of(const void *p, size_t bytes)
     return simgpu_is_pinned(p, bytes) ? SIDE_PINNED : SIDE_PAGEABLE;
 }
 
-/* Charges one copy of `bytes` (possibly strided: `span` bytes touched on the
- * device) and returns its completion time. */
-static CUresult copy_common(int sd, int ss, size_t bytes, int dir_hint, CUstream s, int sync)
+/* Direction of a copy between the two sides: 1 H2D, 2 D2H, 3 D2D, 4 H2H;
+ * -1 when the caller claimed another direction or the stream is bad. */
+static int copy_dir(int sd, int ss, int dir_hint, CUstream s, CUresult *err)
 {
     int dst_dev = sd == SIDE_DEVICE, src_dev = ss == SIDE_DEVICE;
     int dir = (!src_dev && dst_dev) ? 1 : (src_dev && !dst_dev) ? 2 : (src_dev && dst_dev) ? 3 : 4;
+    *err = CUDA_SUCCESS;
     if (dir_hint && dir_hint != dir)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (simgpu_stream_check(s) != CUDA_SUCCESS)
-        return CUDA_ERROR_INVALID_HANDLE;
+        *err = CUDA_ERROR_INVALID_VALUE;
+    else if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        *err = CUDA_ERROR_INVALID_HANDLE;
+    return *err == CUDA_SUCCESS ? dir : -1;
+}
+
+/* Charges one copy of `bytes` in direction dir, after its device ranges
+ * have been checked, and blocks the host as CUDA would. */
+static void copy_charge(int dir, int sd, int ss, size_t bytes, CUstream s, int sync)
+{
     int dev = simgpu_stream_device(s);
     const simgpu_profile *p = simgpu_profile_of(dev);
     uint64_t end;
@@ -65,7 +73,6 @@ static CUresult copy_common(int sd, int ss, size_t bytes, int dir_hint, CUstream
     }
     if (sync || pageable)
         simgpu_host_wait_until(end);
-    return CUDA_SUCCESS;
 }
 
 CUresult simgpu_memcpy(void *dst, const void *src, size_t bytes, int dir_hint, CUstream s, int sync)
@@ -76,13 +83,15 @@ CUresult simgpu_memcpy(void *dst, const void *src, size_t bytes, int dir_hint, C
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
     int sd = side_of(dst, bytes), ss = side_of(src, bytes);
-    CUresult rc = copy_common(sd, ss, bytes, dir_hint, s, sync);
-    if (rc != CUDA_SUCCESS)
+    CUresult rc;
+    int dir = copy_dir(sd, ss, dir_hint, s, &rc);
+    if (dir < 0)
         return rc;
     if (ss == SIDE_DEVICE)
         simgpu_check_range(src, bytes, 0, "memcpy source");
     if (sd == SIDE_DEVICE)
         simgpu_check_range(dst, bytes, 1, "memcpy destination");
+    copy_charge(dir, sd, ss, bytes, s, sync);
     if (simgpu_compute_enabled())
         memmove(dst, src, bytes);
     return CUDA_SUCCESS;
@@ -98,8 +107,9 @@ CUresult simgpu_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitc
         return CUDA_ERROR_INVALID_VALUE;
     size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
     int sd = side_of(dst, dspan), ss = side_of(src, sspan);
-    CUresult rc = copy_common(sd, ss, width * height, dir_hint, s, sync);
-    if (rc != CUDA_SUCCESS)
+    CUresult rc;
+    int dir = copy_dir(sd, ss, dir_hint, s, &rc);
+    if (dir < 0)
         return rc;
     for (size_t r = 0; r < height; r++) {
         if (ss == SIDE_DEVICE)
@@ -107,6 +117,7 @@ CUresult simgpu_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitc
         if (sd == SIDE_DEVICE)
             simgpu_check_range((char *)dst + r * dpitch, width, 1, "memcpy2D destination");
     }
+    copy_charge(dir, sd, ss, width * height, s, sync);
     if (simgpu_compute_enabled())
         for (size_t r = 0; r < height; r++)
             memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);

@@ -38,6 +38,11 @@ struct sim_phys {
     int released;          /* cuMemRelease called */
 };
 
+/* Ordering state of a device byte range: when the last write to it and the
+ * last read of it complete (sim/hazard.c). */
+struct sim_hz { uintptr_t base; size_t size; uint64_t w_end, r_end; };
+struct sim_hzset { struct sim_hz *v; size_t n, cap; };
+
 struct simgpu_device {
     int index;
     const simgpu_profile *prof;
@@ -48,6 +53,7 @@ struct simgpu_device {
     struct sim_extset live;       /* heap allocations and VMM mappings */
     struct sim_extset reserved;   /* cuMemAddressReserve ranges */
     int memfd;
+    struct sim_hzset hz;
     /* timeline */
     uint64_t engine_free[3];
     uint64_t busy_ns[3];
@@ -64,11 +70,19 @@ struct simgpu_global {
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
     size_t pinned_bytes;
-    uint64_t host_hwm;            /* latest host time any thread reached */
+    uint64_t host_now;            /* the host clock (one per process) */
+    int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
 };
 extern struct simgpu_global g_sim;
 
 struct simgpu_device *sim_dev(int i);
+struct simgpu_device *sim_device_of_locked(uintptr_t p);
+/* Hazards: note an access declared by simgpu_check_range; check and record
+ * the pending accesses of the op just placed at [start, end); forget a range
+ * that was freed or unmapped. */
+void sim_hazard_note(const void *p, size_t bytes, int write, const char *what);
+void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end);
+void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size);
 int sim_charge_locked(struct simgpu_device *d, size_t bytes);
 
 #endif

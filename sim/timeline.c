@@ -10,10 +10,17 @@
  * are exempt, as in CUDA. Events capture the completion time of the work
  * before them; cudaStreamWaitEvent moves a stream's ready time forward.
  *
- * The host clock is per thread (a thread starts at the latest time any thread
- * has reached): every API call costs it SIM_HOST_CALL_NS, and synchronous
- * calls move it to the completion time they wait for. Query loops therefore
- * make progress and finish, deterministically.
+ * There is one host clock for the whole process: every API call costs it
+ * SIM_HOST_CALL_NS, and synchronous calls move it to the completion time they
+ * wait for, so query loops make progress and finish, deterministically. One
+ * clock rather than one per thread because threads synchronise with each
+ * other in ways the simulator cannot see (a data-loading thread syncs its
+ * stream, then hands the batch over through a mutex): with a shared clock,
+ * whatever one thread has waited for is complete for all of them, and the
+ * hazard checks (sim/hazard.c) raise no false alarms.
+ *
+ * Just after an op's start and end are known, the device ranges its library
+ * declared with simgpu_check_range are checked for ordering hazards.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,29 +30,17 @@
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
-static __thread uint64_t t_host;
-static __thread int t_host_set;
 static __thread struct CUstream_st *t_ptds[SIMGPU_MAX_DEVICES];
 
 struct stream_key { struct CUstream_st *s; UT_hash_handle hh; };
 static struct stream_key *g_streams;
 
-static uint64_t *host_clock(void)
-{
-    if (!t_host_set) {
-        t_host = g_sim.host_hwm;
-        t_host_set = 1;
-    }
-    return &t_host;
-}
+static uint64_t *host_clock(void) { return &g_sim.host_now; }
 
 static void host_advance_locked(uint64_t t)
 {
-    uint64_t *h = host_clock();
-    if (t > *h)
-        *h = t;
-    if (*h > g_sim.host_hwm)
-        g_sim.host_hwm = *h;
+    if (t > g_sim.host_now)
+        g_sim.host_now = t;
 }
 
 uint64_t simgpu_host_now(void)
@@ -194,7 +189,6 @@ static int engine_index(const struct simgpu_device *d, enum simgpu_engine e)
 
 uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const char *name)
 {
-    (void)name;
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
     int legacy;
@@ -214,6 +208,7 @@ uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const c
     d->busy_ns[ei] += dur;
     d->ops++;
     sim_stream_set_ready_locked(d, s, legacy, end);
+    sim_hazard_commit_locked(name, start, end);
     pthread_mutex_unlock(&g_sim.lock);
     return end;
 }

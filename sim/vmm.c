@@ -236,6 +236,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         struct sim_phys *p = m->data;
         size_t ms = m->size;
         sim_extset_remove(&d->live, a);
+        sim_hazard_forget_locked(d, a, ms);
         if (g_sim.compute && d->memfd >= 0)
             mmap((void *)a, ms, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
         if (--p->maps == 0 && p->released)

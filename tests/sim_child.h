@@ -47,8 +47,8 @@ static inline void sim_child_main(int argc, char **argv, const struct sim_child_
     exit(2);
 }
 
-#define CHILD_OK(st) (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-#define CHILD_SEGV(st) (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)
+static inline int CHILD_OK(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
+static inline int CHILD_SEGV(int st) { return WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV; }
 
 /* Inside a child body: fail the child with a message. */
 #define CHILD_CHECK(cond)                                                          \

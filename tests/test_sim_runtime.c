@@ -586,7 +586,7 @@ static void test_residency_faults(void **state)
     assert_true(CHILD_SEGV(sim_child_run(NULL, "body_overrun")));
     /* Compute off: nothing is touched, the tables alone catch it. */
     const char *off[] = {"SIMGPU_COMPUTE=0", NULL};
-    assert_true(CHILD_OK(sim_child_run(off, "body_mapped_ok")) == 0); /* host touch faults: no memory behind it */
+    assert_true(CHILD_SEGV(sim_child_run(off, "body_mapped_ok"))); /* the CPU store faults: no memory behind it */
     assert_true(CHILD_SEGV(sim_child_run(off, "body_copy_to_unmapped")));
     assert_true(CHILD_SEGV(sim_child_run(off, "body_copy_without_access")));
     assert_true(CHILD_SEGV(sim_child_run(off, "body_use_after_free")));
@@ -620,6 +620,80 @@ static void test_vmm_can_be_turned_off(void **state)
     (void)state;
     const char *env[] = {"SIMGPU_VMM=0", NULL};
     assert_true(CHILD_OK(sim_child_run(env, "body_vmm_off")));
+}
+
+
+/* ---- ordering hazards ---------------------------------------------------- */
+
+/* A prefetch on a copy stream, then a read on another stream: with the event
+ * dependency (wait != 0) it is correct; without it the read would race the
+ * copy on a GPU, and the simulator must refuse it. */
+static int hazard_prefetch_then_read(int wait)
+{
+    const size_t n = 8 * MiB;
+    void *d, *e, *pin;
+    CHILD_CHECK(cudaMalloc(&d, n) == cudaSuccess && cudaMalloc(&e, n) == cudaSuccess);
+    CHILD_CHECK(cudaMallocHost(&pin, n) == cudaSuccess);
+    cudaStream_t copy, compute;
+    cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking);
+    cudaEvent_t done;
+    cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
+    CHILD_CHECK(cudaMemcpyAsync(d, pin, n, cudaMemcpyHostToDevice, copy) == cudaSuccess);
+    cudaEventRecord(done, copy);
+    if (wait)
+        cudaStreamWaitEvent(compute, done, 0);
+    CHILD_CHECK(cudaMemcpyAsync(e, d, n, cudaMemcpyDeviceToDevice, compute) == cudaSuccess);
+    CHILD_CHECK(cudaStreamSynchronize(compute) == cudaSuccess);
+    return 0;
+}
+static int body_hazard_raw(void) { return hazard_prefetch_then_read(0); }
+static int body_hazard_raw_ordered(void) { return hazard_prefetch_then_read(1); }
+
+/* An offload still reading a buffer that another stream overwrites. */
+static int body_hazard_war(void)
+{
+    const size_t n = 8 * MiB;
+    void *d, *pin;
+    CHILD_CHECK(cudaMalloc(&d, n) == cudaSuccess && cudaMallocHost(&pin, n) == cudaSuccess);
+    CHILD_CHECK(cudaMemset(d, 1, n) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess);
+    cudaStream_t copy, compute;
+    cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking);
+    CHILD_CHECK(cudaMemcpyAsync(pin, d, n, cudaMemcpyDeviceToHost, copy) == cudaSuccess);
+    CHILD_CHECK(cudaMemsetAsync(d, 2, n, compute) == cudaSuccess);
+    cudaDeviceSynchronize();
+    return 0;
+}
+
+/* Disjoint halves of one allocation on two streams do not conflict. */
+static int body_hazard_disjoint(void)
+{
+    const size_t n = 8 * MiB;
+    char *d;
+    void *pin;
+    CHILD_CHECK(cudaMalloc((void **)&d, 2 * n) == cudaSuccess && cudaMallocHost(&pin, n) == cudaSuccess);
+    cudaStream_t a, b;
+    cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    CHILD_CHECK(cudaMemcpyAsync(d, pin, n, cudaMemcpyHostToDevice, a) == cudaSuccess);
+    CHILD_CHECK(cudaMemsetAsync(d + n, 0, n, b) == cudaSuccess);
+    CHILD_CHECK(cudaMemcpyAsync(pin, d + n, n, cudaMemcpyDeviceToHost, b) == cudaSuccess);
+    CHILD_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    return 0;
+}
+
+static void test_ordering_hazards_fail(void **state)
+{
+    (void)state;
+    assert_true(CHILD_OK(sim_child_run(NULL, "body_hazard_raw_ordered")));
+    assert_true(CHILD_OK(sim_child_run(NULL, "body_hazard_disjoint")));
+    assert_true(CHILD_SEGV(sim_child_run(NULL, "body_hazard_raw")));
+    assert_true(CHILD_SEGV(sim_child_run(NULL, "body_hazard_war")));
+    const char *off[] = {"SIMGPU_COMPUTE=0", NULL};
+    assert_true(CHILD_SEGV(sim_child_run(off, "body_hazard_raw")));
+    const char *warn[] = {"SIMGPU_HAZARDS=warn", NULL};
+    assert_true(CHILD_OK(sim_child_run(warn, "body_hazard_raw")));
 }
 
 /* ---- compute off, big devices, several devices -------------------------- */
@@ -866,6 +940,10 @@ static void test_driver_entry_points_via_getprocaddress(void **state)
 }
 
 static const struct sim_child_body k_bodies[] = {
+    {"body_hazard_raw", body_hazard_raw},
+    {"body_hazard_raw_ordered", body_hazard_raw_ordered},
+    {"body_hazard_war", body_hazard_war},
+    {"body_hazard_disjoint", body_hazard_disjoint},
     {"body_capacity", body_capacity},
     {"body_compute_off_big", body_compute_off_big},
     {"body_copy_to_unmapped", body_copy_to_unmapped},
@@ -898,6 +976,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_vmm_counts_against_capacity),
         cmocka_unit_test(test_residency_faults),
         cmocka_unit_test(test_vmm_can_be_turned_off),
+        cmocka_unit_test(test_ordering_hazards_fail),
         cmocka_unit_test(test_compute_off_device_larger_than_ram),
         cmocka_unit_test(test_multiple_devices),
         cmocka_unit_test(test_errors_as_cuda_reports_them),
