@@ -107,17 +107,38 @@ int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name,
 
 /* ---- nvcc registration ------------------------------------------------------ */
 
+/* Registered fat binaries stay listed until unregistered, as the runtime
+ * keeps its modules; the handle is the address of the first member. */
+struct fatbin { void *cubin; struct fatbin *next; };
+static struct fatbin *g_fatbins;
+
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
-    void **h = calloc(1, sizeof(void *));
-    if (h)
-        *h = fatCubin;
-    return h;
+    struct fatbin *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->cubin = fatCubin;
+    pthread_mutex_lock(&g_klock);
+    f->next = g_fatbins;
+    g_fatbins = f;
+    pthread_mutex_unlock(&g_klock);
+    return &f->cubin;
 }
 
 void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
 
-void __cudaUnregisterFatBinary(void **handle) { free(handle); }
+void __cudaUnregisterFatBinary(void **handle)
+{
+    pthread_mutex_lock(&g_klock);
+    for (struct fatbin **pp = &g_fatbins; *pp; pp = &(*pp)->next)
+        if (&(*pp)->cubin == handle) {
+            struct fatbin *f = *pp;
+            *pp = f->next;
+            free(f);
+            break;
+        }
+    pthread_mutex_unlock(&g_klock);
+}
 
 void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)

@@ -220,7 +220,10 @@ CUresult simgpu_device_synchronize(void)
 
 static struct CUevent_st *event_of(CUevent e)
 {
-    return (e && e->magic == SIM_EVENT_MAGIC) ? e : NULL;
+    pthread_mutex_lock(&g_sim.lock);
+    int live = e && sim_handle_has(&g_sim.events, e);
+    pthread_mutex_unlock(&g_sim.lock);
+    return live ? e : NULL;
 }
 
 CUresult simgpu_event_create(CUevent *out, unsigned flags)
@@ -234,6 +237,9 @@ CUresult simgpu_event_create(CUevent *out, unsigned flags)
     e->magic = SIM_EVENT_MAGIC;
     e->dev = simgpu_current_device();
     e->flags = flags;
+    pthread_mutex_lock(&g_sim.lock);
+    sim_handle_add(&g_sim.events, e);
+    pthread_mutex_unlock(&g_sim.lock);
     *out = e;
     return CUDA_SUCCESS;
 }
@@ -241,11 +247,12 @@ CUresult simgpu_event_create(CUevent *out, unsigned flags)
 CUresult simgpu_event_destroy(CUevent e)
 {
     simgpu_init();
-    struct CUevent_st *ev = event_of(e);
-    if (!ev)
+    pthread_mutex_lock(&g_sim.lock);
+    int gone = sim_handle_del(&g_sim.events, e);
+    pthread_mutex_unlock(&g_sim.lock);
+    if (gone != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    ev->magic = 0;
-    free(ev);
+    free(e);
     return CUDA_SUCCESS;
 }
 

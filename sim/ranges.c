@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uthash.h>
+
 #include "sim/simint.h"
 
 static void *grow(void *v, size_t *cap, size_t need, size_t elem)
@@ -152,4 +154,33 @@ void sim_extset_remove(struct sim_extset *s, uintptr_t base)
     i--;
     memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof *s->v);
     s->n--;
+}
+
+struct sim_handle { const void *key; UT_hash_handle hh; };
+
+void sim_handle_add(struct sim_handle **set, const void *p)
+{
+    struct sim_handle *h = calloc(1, sizeof *h);
+    if (!h)
+        abort();
+    h->key = p;
+    HASH_ADD_PTR(*set, key, h);
+}
+
+int sim_handle_has(struct sim_handle **set, const void *p)
+{
+    struct sim_handle *h;
+    HASH_FIND_PTR(*set, &p, h);
+    return h != NULL;
+}
+
+int sim_handle_del(struct sim_handle **set, const void *p)
+{
+    struct sim_handle *h;
+    HASH_FIND_PTR(*set, &p, h);
+    if (!h)
+        return -1;
+    HASH_DEL(*set, h);
+    free(h);
+    return 0;
 }

@@ -25,14 +25,11 @@
 
 static int aligned(size_t v) { return v % SIMGPU_GRANULARITY == 0; }
 
+/* Caller holds g_sim.lock. */
 static struct sim_phys *phys_of(CUmemGenericAllocationHandle h)
 {
     struct sim_phys *p = (struct sim_phys *)(uintptr_t)h;
-    /* Handles are our own heap pointers; a stale or made-up value is caught
-     * by the magic, which cuMemRelease clears on the final free. */
-    if (!p || p->magic != PHYS_MAGIC)
-        return NULL;
-    return p;
+    return (p && sim_handle_has(&g_sim.phys, p)) ? p : NULL;
 }
 
 static struct simgpu_device *vmm_device_locked(uintptr_t a)
@@ -52,7 +49,7 @@ static void phys_free_locked(struct sim_phys *p)
         fallocate(d->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)p->offset, (off_t)p->size);
     sim_rangeset_free(&d->phys_free, p->offset, p->size);
     d->used -= p->size;
-    p->magic = 0;
+    sim_handle_del(&g_sim.phys, p);
     free(p);
 }
 
@@ -152,6 +149,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *p = (struct sim_phys){PHYS_MAGIC, d->index, off, size, 0, 0};
+    sim_handle_add(&g_sim.phys, p);
     pthread_mutex_unlock(&g_sim.lock);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
     return CUDA_SUCCESS;

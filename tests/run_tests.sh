@@ -13,7 +13,7 @@ for v in $(env | grep -oE '^(SIMGPU|SN)_[A-Z0-9_]+' | grep -v '^SN_TEST_'); do u
 
 # Some tests expect a process to die of SIGSEGV (an illegal address): the
 # sanitizers must leave that signal alone.
-export ASAN_OPTIONS="handle_segv=0:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export ASAN_OPTIONS="handle_segv=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="handle_segv=0:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export TSAN_OPTIONS="handle_segv=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
