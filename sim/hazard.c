@@ -60,7 +60,8 @@ static void hz_grow(struct sim_hzset *s, size_t need)
 static void hz_insert(struct sim_hzset *s, size_t i, struct sim_hz h)
 {
     hz_grow(s, s->n + 1);
-    memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+    if (i < s->n)
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
     s->v[i] = h;
     s->n++;
 }
@@ -100,8 +101,10 @@ void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t si
     size_t i = hz_first(s, base), j = i;
     while (j < s->n && s->v[j].base < base + size)
         j++;
-    memmove(&s->v[i], &s->v[j], (s->n - j) * sizeof *s->v);
-    s->n -= j - i;
+    if (j > i) {
+        memmove(&s->v[i], &s->v[j], (s->n - j) * sizeof *s->v);
+        s->n -= j - i;
+    }
 }
 
 static void hz_prune(struct sim_hzset *s, uint64_t now)
@@ -127,8 +130,8 @@ static void report(const char *op, const struct pending *a, const struct sim_hz 
     }
 }
 
-/* Checks then records one access over [start, end). */
-static void hz_apply(struct simgpu_device *d, const char *op, const struct pending *a, uint64_t start, uint64_t end)
+/* Checks one access of an op starting at start against earlier ops. */
+static void hz_check(struct simgpu_device *d, const char *op, const struct pending *a, uint64_t start)
 {
     struct sim_hzset *s = &d->hz;
     uintptr_t lo = a->p, hi = a->p + a->bytes;
@@ -142,6 +145,13 @@ static void hz_apply(struct simgpu_device *d, const char *op, const struct pendi
             break;
         }
     }
+}
+
+/* Records one access over [start, end). */
+static void hz_apply(struct simgpu_device *d, const struct pending *a, uint64_t end)
+{
+    struct sim_hzset *s = &d->hz;
+    uintptr_t lo = a->p, hi = a->p + a->bytes;
     hz_split(s, lo);
     hz_split(s, hi);
     /* Walk [lo, hi): update covered intervals, fill the gaps. */
@@ -171,13 +181,20 @@ void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end)
         t_npend = 0;
         return;
     }
+    /* All of the op's accesses are checked before any is recorded: an op may
+     * read and write the same bytes (in-place operations). */
+    for (size_t k = 0; k < t_npend; k++) {
+        struct simgpu_device *d = sim_device_of_locked(t_pend[k].p);
+        if (d)
+            hz_check(d, op, &t_pend[k], start);
+    }
     for (size_t k = 0; k < t_npend; k++) {
         struct simgpu_device *d = sim_device_of_locked(t_pend[k].p);
         if (!d)
             continue;
         if (d->hz.n > 4096)
             hz_prune(&d->hz, g_sim.host_now);
-        hz_apply(d, op, &t_pend[k], start, end);
+        hz_apply(d, &t_pend[k], end);
     }
     t_npend = 0;
 }

@@ -83,7 +83,11 @@ int simgpu_is_pinned(const void *p, size_t bytes);
 /* Residency check: every byte of [p, p+bytes) must be a live heap allocation
  * or a VMM mapping with the needed access (write != 0: read-write). On
  * failure it reports what was touched and kills the process with SIGSEGV, as
- * an illegal address does on a real GPU. bytes == 0 checks nothing. */
+ * an illegal address does on a real GPU. bytes == 0 checks nothing.
+ * The range is also remembered for the ordering-hazard check of the next
+ * simgpu_enqueue on this thread (sim/hazard.c), so call it after argument
+ * validation, for the op about to be charged; `what` must be a string that
+ * outlives the call (a literal). */
 void simgpu_check_range(const void *p, size_t bytes, int write, const char *what);
 /* The same test without the fault: 1 if accessible. */
 int simgpu_range_ok(const void *p, size_t bytes, int write);
