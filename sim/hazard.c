@@ -18,6 +18,7 @@
  * SIMGPU_HAZARDS=fatal (default) reports and kills the process with SIGSEGV
  * like an illegal address; warn reports only; off disables the checks.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,11 @@
 struct pending { uintptr_t p; size_t bytes; int write; const char *what; };
 static __thread struct pending *t_pend;
 static __thread size_t t_npend, t_cappend;
+
+/* The pending list of a thread is freed when the thread ends. */
+static pthread_key_t g_pend_key;
+static pthread_once_t g_pend_once = PTHREAD_ONCE_INIT;
+static void pend_key_create(void) { pthread_key_create(&g_pend_key, free); }
 
 void sim_hazard_note(const void *p, size_t bytes, int write, const char *what)
 {
@@ -39,6 +45,8 @@ void sim_hazard_note(const void *p, size_t bytes, int write, const char *what)
             return; /* losing a check is better than failing the op */
         t_pend = np;
         t_cappend = nc;
+        pthread_once(&g_pend_once, pend_key_create);
+        pthread_setspecific(g_pend_key, np);
     }
     t_pend[t_npend++] = (struct pending){(uintptr_t)p, bytes, write, what};
 }
