@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# demo.sh — what `make demo` runs: the reference trainer on the simulated
+# device, showing what libsn is for.
+#
+#  1. A small ResNet learns (the loss falls) with Caffe-style allocation,
+#     and Darknet-style and per-iteration (dynamic) allocation learn exactly
+#     the same weights (same checksum).
+#  2. VGG-16 at batch 256, full size, on a simulated 12 GB Tesla K40 with
+#     compute off: out of memory, as in Caffe.
+#  3. When libsn has been built ($BUILD/libsn.so), the same runs under it:
+#     trace mode explains where the memory goes, managed mode trains VGG-16
+#     at batch 256 on the K40, and the small run's weights are bit-identical
+#     with and without libsn.
+set -u
+BUILD=${BUILD:-build}
+export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+SNTRAIN="$PWD/$BUILD/sntrain"
+LIBSN="$PWD/$BUILD/libsn.so"
+SMALL=(--net resnet --depth 14 --input 32 --width 8 --batch 16 --iters 8 --lr 0.1 --seed 3)
+status=0
+
+say() { printf '\n== %s\n' "$*"; }
+checksum_of() { awk '$1 == "checksum" { print $2 }'; }
+
+say "1. ResNet-14 (CIFAR size, width 8) learns on the simulated device"
+"$SNTRAIN" "${SMALL[@]}" --alloc caffe | tee /tmp/sntrain-demo-caffe.$$ || status=1
+ref=$(checksum_of </tmp/sntrain-demo-caffe.$$)
+for style in darknet dynamic; do
+    sum=$("$SNTRAIN" "${SMALL[@]}" --alloc "$style" 2>/dev/null | checksum_of)
+    if [ "$sum" = "$ref" ]; then
+        echo "   $style allocation: checksum $sum (identical)"
+    else
+        echo "   $style allocation: checksum $sum DIFFERS from $ref"
+        status=1
+    fi
+done
+rm -f /tmp/sntrain-demo-caffe.$$
+
+say "2. VGG-16, batch 256, 224x224, on a 12 GB K40 (compute off: memory and time only)"
+SIMGPU_PROFILE=k40 SIMGPU_COMPUTE=0 "$SNTRAIN" --net vgg --depth 16 --batch 256 --iters 2
+rc=$?
+echo "   exit status $rc (3 = out of device memory)"
+[ "$rc" -eq 3 ] || status=1
+echo "   The same network on an 80 GB H100:"
+SIMGPU_PROFILE=h100 SIMGPU_COMPUTE=0 "$SNTRAIN" --net vgg --depth 16 --batch 256 --iters 2 \
+    2>/dev/null | sed 's/^/   /'
+
+if [ -f "$LIBSN" ]; then
+    say "3a. libsn in trace mode on the small ResNet (the end of its report)"
+    report=$(mktemp)
+    SN_MODE=trace SN_REPORT="$report" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${SMALL[@]}" --alloc caffe \
+        >/dev/null 2>&1 || status=1
+    tail -n 12 "$report" | sed 's/^/   /'
+    rm -f "$report"
+    say "3b. VGG-16 at batch 256 on the K40 under libsn"
+    SIMGPU_PROFILE=k40 SIMGPU_COMPUTE=0 LD_PRELOAD="$LIBSN" \
+        "$SNTRAIN" --net vgg --depth 16 --batch 256 --iters 3 || status=1
+    say "3c. bit-identical learning under libsn"
+    sum=$(LD_PRELOAD="$LIBSN" "$SNTRAIN" "${SMALL[@]}" --alloc caffe 2>/dev/null | checksum_of)
+    if [ "$sum" = "$ref" ]; then
+        echo "   checksum $sum with libsn = $ref without"
+    else
+        echo "   checksum $sum with libsn DIFFERS from $ref without"
+        status=1
+    fi
+else
+    say "3. ($LIBSN not built: the runs under libsn are skipped)"
+fi
+exit $status

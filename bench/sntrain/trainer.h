@@ -1,0 +1,210 @@
+/*
+ * trainer.h — the trainer's run-time state: options, device buffers and
+ * their lifetimes, per-layer cuDNN descriptors, and the synthetic data
+ * source. exec.c drives a network (net.h) on the device through cuDNN and
+ * cuBLAS with one of three allocation styles; data.c produces the batches;
+ * main.c parses the command line and prints the results.
+ */
+#ifndef SNTRAIN_TRAINER_H
+#define SNTRAIN_TRAINER_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "bench/sntrain/net.h"
+
+/* Exit codes (documented in docs/trainer.md). */
+enum { EXIT_CUDA_ERROR = 1, EXIT_USAGE = 2, EXIT_OOM = 3 };
+
+/* How device memory is obtained, after the frameworks they imitate. */
+enum alloc_style {
+    ALLOC_CAFFE,   /* per-blob buffers, allocated lazily and kept */
+    ALLOC_DARKNET, /* everything allocated at setup */
+    ALLOC_DYNAMIC, /* allocated at first use, freed after last use, every iteration */
+};
+
+typedef struct train_options {
+    net_options net;
+    int iters;
+    enum alloc_style alloc;
+    uint64_t seed;
+    float lr, momentum, weight_decay;
+    long workspace_limit_mib; /* < 0: the style's default */
+    int kernels;              /* element-wise steps as host-function kernel launches */
+    const char *dump_graph;
+} train_options;
+
+const char *alloc_style_name(enum alloc_style a);
+
+/* ---- synthetic data (data.c) ------------------------------------------- */
+
+/* Deterministic data with a learnable rule: each class owns a coarse
+ * +-1 pattern over a grid of image cells; an image is its class's pattern
+ * plus uniform noise. Batch k depends only on (seed, k). */
+typedef struct dataset {
+    uint64_t seed;
+    int classes, c, h, w, grid;
+    float *patterns; /* classes x c x grid x grid */
+} dataset;
+
+int dataset_init(dataset *ds, uint64_t seed, int classes, int c, int h, int w);
+void dataset_free(dataset *ds);
+/* images: batch x c x h x w; onehot: batch x classes; labels: batch. */
+void dataset_batch(const dataset *ds, long index, int batch, float *images, float *onehot,
+                   int *labels);
+
+/* Caffe-style prefetching: a thread fills pinned host buffers and copies
+ * them to device slots with cudaMemcpyAsync on its own stream. */
+#define PREFETCH_SLOTS 2
+typedef struct prefetch_slot {
+    float *host_images, *host_onehot; /* pinned */
+    int *labels;
+    void *dev_images, *dev_onehot;
+    int full;
+    long index;
+} prefetch_slot;
+
+typedef struct prefetcher {
+    const dataset *ds;
+    int batch;
+    long total;
+    size_t image_bytes, onehot_bytes;
+    prefetch_slot slot[PREFETCH_SLOTS];
+    cudaStream_t stream;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, failed, started;
+} prefetcher;
+
+/* Buffers in slot[] must be set up (host pinned + device) before start. */
+int prefetch_start(prefetcher *p);
+prefetch_slot *prefetch_take(prefetcher *p, long index);
+void prefetch_release(prefetcher *p, prefetch_slot *s);
+void prefetch_stop(prefetcher *p);
+
+/* ---- device execution (exec.c) ----------------------------------------- */
+
+enum buf_class {
+    BUF_SETUP,     /* allocated at setup in every style, never freed */
+    BUF_KEEP,      /* darknet: setup; caffe, dynamic: first use, then kept */
+    BUF_TRANSIENT, /* darknet: setup; caffe: first use, kept; dynamic: first..last use */
+};
+
+typedef struct dbuf {
+    char name[96];
+    size_t bytes;
+    void *ptr;
+    enum buf_class cls;
+    int first, last; /* steps of first and last use in an iteration, -1: none */
+} dbuf;
+
+typedef struct tensor_rt {
+    int data, diff; /* buffer ids, diff -1 when no gradient */
+    cudnnTensorDescriptor_t desc;
+} tensor_rt;
+
+typedef struct param_rt {
+    int value, grad, hist;
+    float *host; /* host mirror (pinned in the caffe style) */
+} param_rt;
+
+typedef struct layer_rt {
+    int *accum; /* per input: backward adds to (1) or overwrites (0) its gradient */
+    /* convolution */
+    cudnnFilterDescriptor_t wdesc;
+    cudnnConvolutionDescriptor_t cdesc;
+    cudnnTensorDescriptor_t bias_desc;
+    cudnnConvolutionFwdAlgo_t fwd_algo;
+    cudnnConvolutionBwdFilterAlgo_t bwf_algo;
+    cudnnConvolutionBwdDataAlgo_t bwd_algo;
+    size_t ws_fwd, ws_bwf, ws_bwd;
+    int ws_buf; /* caffe: per-layer workspace */
+    /* pooling, activation, LRN, add */
+    cudnnPoolingDescriptor_t pdesc;
+    cudnnActivationDescriptor_t adesc;
+    cudnnLRNDescriptor_t ldesc;
+    cudnnOpTensorDescriptor_t odesc;
+    /* batch norm */
+    cudnnTensorDescriptor_t bn_desc;
+    int run_mean, run_var, save_mean, save_inv;
+    /* dropout */
+    cudnnDropoutDescriptor_t ddesc;
+    int states, reserve;
+    /* concat: a strided view of the output per input */
+    cudnnTensorDescriptor_t *views;
+    size_t *offsets; /* elements */
+} layer_rt;
+
+typedef struct trainer {
+    const train_options *opt;
+    net *n;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    dbuf *bufs;
+    int nbufs, cap_bufs;
+    tensor_rt *trt;
+    param_rt *prt;
+    layer_rt *lrt;
+    int nsteps;          /* 2 * layers: forward, backward, update */
+    int ones;            /* buffer of 1.0f, batch long (FC bias) */
+    int shared_ws;       /* darknet: one workspace for every layer */
+    size_t ws_limit;
+    dataset ds;
+    prefetcher pf;
+    float *host_images, *host_onehot, *host_prob;
+    int *host_labels;
+    long iter;           /* batch index being trained */
+    int training;        /* setup is over */
+    double loss;
+    /* memory accounting */
+    size_t peak_used, held_bytes, total_bytes;
+    int held_count;
+    int kernels_ready;
+} trainer;
+
+int trainer_setup(trainer *tr, const train_options *opt, net *n);
+/* One iteration; returns its device time in ms and sets tr->loss. */
+float trainer_iteration(trainer *tr);
+uint64_t trainer_checksum(trainer *tr);
+void trainer_sample_memory(trainer *tr);
+void trainer_teardown(trainer *tr);
+
+/* ---- error handling (check.c) ------------------------------------------ */
+
+void fail_cuda(cudaError_t e, const char *call, const char *file, int line);
+void fail_cudnn(cudnnStatus_t s, const char *call, const char *file, int line);
+void fail_cublas(cublasStatus_t s, const char *call, const char *file, int line);
+/* Stops the prefetch thread (if any) and exits with code. */
+void trainer_exit(int code) __attribute__((noreturn));
+void set_exit_hook(void (*hook)(void));
+
+#define CUDA_CHECK(call)                                                                       \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess)                                                                 \
+            fail_cuda(e_, #call, __FILE__, __LINE__);                                          \
+    } while (0)
+#define CUDNN_CHECK(call)                                                                      \
+    do {                                                                                       \
+        cudnnStatus_t s_ = (call);                                                             \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                        \
+            fail_cudnn(s_, #call, __FILE__, __LINE__);                                         \
+    } while (0)
+#define CUBLAS_CHECK(call)                                                                     \
+    do {                                                                                       \
+        cublasStatus_t s_ = (call);                                                            \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                       \
+            fail_cublas(s_, #call, __FILE__, __LINE__);                                        \
+    } while (0)
+
+/* Host-function kernels for --kernels (kernels.c). */
+int kernels_register(void);
+void kernel_sgd(float *w, float *grad, float *hist, int n, float lr, float mom, float wd);
+void kernel_loss_grad(float *dx, const float *prob, const float *onehot, int n, float scale);
+
+#endif

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# test_trainer.sh — the reference trainer on the simulated device.
+#
+# Small versions of every network train a few iterations in each allocation
+# style with the loss falling; the three styles give identical losses and
+# weights; full-size networks run with compute off on a large simulated
+# device and report their memory peak and time; the 12 GB K40 profile ends
+# VGG-16 at batch 256 and ResNet-152 at batch 64 with a clean out-of-memory;
+# --kernels runs on the simulation and is refused on the real libraries.
+# Prints TAP-like "ok N - ..." / "not ok N - ..." lines.
+set -u
+BUILD=${BUILD:-build}
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-$PWD/$BUILD/sim}
+SNTRAIN="$PWD/$BUILD/sntrain"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+    n=$((n + 1)); echo "not ok $n - $1"
+    shift
+    for f in "$@"; do [ -f "$f" ] && sed 's/^/#   /' "$f" | tail -n 15; done
+}
+check() { # check DESC CONDITION-STATUS [FILES TO SHOW ON FAILURE...]
+    local desc=$1 status=$2; shift 2
+    if [ "$status" -eq 0 ]; then ok "$desc"; else not_ok "$desc" "$@"; fi
+}
+
+# run TAG ARGS... : stdout in $TMP/TAG.out, stderr in $TMP/TAG.err, status in $TMP/TAG.rc
+run() {
+    local tag=$1; shift
+    "$SNTRAIN" "$@" >"$TMP/$tag.out" 2>"$TMP/$tag.err"
+    echo $? >"$TMP/$tag.rc"
+}
+rc_of() { cat "$TMP/$1.rc"; }
+losses() { awk '$1 == "iter" && $3 == "loss" { print $4 }' "$TMP/$1.out"; }
+field() { awk -v k="$2" '$1 == k { print $2 }' "$TMP/$1.out"; }
+
+# The well-formed output of a run of I iterations, with the loss falling.
+check_training() {
+    local tag=$1 iters=$2 desc=$3
+    local rc lines first last
+    rc=$(rc_of "$tag")
+    lines=$(grep -cE '^iter [0-9]+ loss [-0-9.naif]+ time [0-9.]+ ms$' "$TMP/$tag.out")
+    first=$(losses "$tag" | head -n 1)
+    last=$(losses "$tag" | tail -n 1)
+    local good=1
+    [ "$rc" -eq 0 ] && [ "$lines" -eq "$iters" ] || good=0
+    grep -qE '^checksum [0-9a-f]{16}$' "$TMP/$tag.out" || good=0
+    grep -qE '^peak [0-9]+ MiB$' "$TMP/$tag.out" || good=0
+    grep -qE '^images/s [0-9.]+$' "$TMP/$tag.out" || good=0
+    [ "$good" -eq 1 ] && awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || good=0
+    check "$desc (loss $first -> $last)" $((1 - good)) "$TMP/$tag.out" "$TMP/$tag.err"
+}
+
+# Small versions, and learning rates at which the loss falls within ITERS
+# iterations for every seed tried (1-10); the nets without batch norm
+# (AlexNet, VGG) learn more slowly and noisily and need the larger batches.
+declare -A SMALL=(
+    [alexnet]="--input 67 --width 8 --classes 10 --batch 32 --lr 0.05"
+    [vgg]="--depth 11 --input 32 --width 8 --batch 32 --lr 0.02"
+    [resnet]="--depth 8 --input 16 --width 4 --batch 16 --lr 0.1"
+    [inception]="--depth 3 --input 16 --width 2 --batch 16 --lr 0.1"
+    [densenet]="--depth 10 --input 16 --width 4 --batch 16 --lr 0.1"
+)
+ITERS=6
+
+if [ ! -x "$SNTRAIN" ]; then
+    not_ok "sntrain is built ($SNTRAIN)"
+    exit 1
+fi
+
+# 1. Every network in every allocation style learns; styles agree bit for bit.
+for net in alexnet vgg resnet inception densenet; do
+    for alloc in caffe darknet dynamic; do
+        # shellcheck disable=SC2086
+        run "$net-$alloc" --net "$net" ${SMALL[$net]} --iters $ITERS --alloc "$alloc" --seed 7
+        check_training "$net-$alloc" $ITERS "$net trains with $alloc allocation"
+    done
+    same=0
+    for alloc in darknet dynamic; do
+        cmp -s <(losses "$net-caffe"; field "$net-caffe" checksum) \
+               <(losses "$net-$alloc"; field "$net-$alloc" checksum) || same=1
+    done
+    check "$net: caffe, darknet and dynamic allocation give identical losses and weights" $same \
+        "$TMP/$net-caffe.out" "$TMP/$net-darknet.out" "$TMP/$net-dynamic.out"
+done
+
+# 2. A different seed learns different weights (the checksum sees them).
+run seed8 --net resnet ${SMALL[resnet]} --iters 2 --seed 8
+run seed7 --net resnet ${SMALL[resnet]} --iters 2 --seed 7
+[ "$(rc_of seed8)" -eq 0 ] && [ "$(field seed8 checksum)" != "$(field seed7 checksum)" ]
+check "the checksum depends on the learned weights" $? "$TMP/seed8.out" "$TMP/seed7.out"
+
+# 3. The allocation styles differ where they should: the dynamic style frees
+#    activations early, darknet holds everything from the start.
+pd=$(field resnet-dynamic peak); pk=$(field resnet-darknet peak)
+[ -n "$pd" ] && [ -n "$pk" ] && [ "$pd" -le "$pk" ]
+check "dynamic allocation peaks no higher than darknet's ($pd vs $pk MiB)" $?
+
+# 4. --dump-graph lists the layers the trainer runs.
+run dump --net densenet ${SMALL[densenet]} --iters 1 --dump-graph "$TMP/graph.txt"
+layers=$(grep -c '^layer ' "$TMP/graph.txt" 2>/dev/null || echo 0)
+concats=$(grep -c '^layer [0-9]* concat ' "$TMP/graph.txt" 2>/dev/null || echo 0)
+[ "$(rc_of dump)" -eq 0 ] && [ "$layers" -gt 20 ] && [ "$concats" -ge 3 ] &&
+    grep -q '^net densenet ' "$TMP/graph.txt"
+check "--dump-graph writes the layer list ($layers layers, $concats joins)" $? "$TMP/dump.err"
+
+# 5. Kernel launches of host functions: the loss still falls.
+run kernels --net resnet ${SMALL[resnet]} --iters $ITERS --kernels --seed 7
+check_training kernels $ITERS "--kernels trains through host-function kernel launches"
+# On the real CUDA libraries (no GPU needed to get this far) it is refused.
+if [ -e /usr/local/cuda/lib64/libcudart.so.13 ] && [ -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
+    LD_LIBRARY_PATH=/usr/local/cuda/lib64 "$SNTRAIN" --net resnet ${SMALL[resnet]} --kernels \
+        >"$TMP/real.out" 2>"$TMP/real.err"
+    rc=$?
+    [ "$rc" -eq 2 ] && grep -q 'needs the simulated device' "$TMP/real.err"
+    check "--kernels on the real libraries exits 2 with a message (rc $rc)" $? "$TMP/real.err"
+fi
+
+# 6. Full-size networks with compute off on a large device: memory and time.
+export SIMGPU_COMPUTE=0
+for spec in "vgg --depth 16 --batch 32" "resnet --depth 50 --batch 32"; do
+    tag=full-${spec%% *}
+    # shellcheck disable=SC2086
+    SIMGPU_PROFILE=h100 run "$tag" --net $spec --iters 2
+    peak=$(field "$tag" peak)
+    ms=$(awk '$1 == "iter" && $2 == 2 { print $6 }' "$TMP/$tag.out")
+    [ "$(rc_of "$tag")" -eq 0 ] && [ "${peak:-0}" -gt 1024 ] &&
+        awk -v t="${ms:-0}" 'BEGIN { exit !(t > 1) }'
+    check "full-size $spec, compute off on h100: peak $peak MiB, $ms ms per iteration" $? \
+        "$TMP/$tag.out" "$TMP/$tag.err"
+done
+
+# 7. Out of memory on the 12 GB K40 where Caffe runs out too.
+for spec in "vgg --depth 16 --batch 256" "resnet --depth 152 --batch 64"; do
+    tag=oom-${spec%% *}
+    # shellcheck disable=SC2086
+    SIMGPU_PROFILE=k40 run "$tag" --net $spec --iters 1
+    rc=$(rc_of "$tag")
+    [ "$rc" -eq 3 ] && grep -qE 'out of memory: cudaMalloc of [0-9]+ bytes .* for .* MiB in use' \
+        "$TMP/$tag.err" && ! grep -q '^checksum' "$TMP/$tag.out"
+    check "$spec on k40 ends with a clean out-of-memory (rc $rc)" $? "$TMP/$tag.err"
+done
+# ...and the same network fits where the device is big enough.
+SIMGPU_PROFILE=k40 run fits-k40 --net vgg --depth 16 --batch 32 --iters 1
+[ "$(rc_of fits-k40)" -eq 0 ]
+check "vgg-16 at batch 32 fits the k40" $? "$TMP/fits-k40.err"
+unset SIMGPU_COMPUTE
+
+# 8. Bad usage is refused with exit status 2.
+"$SNTRAIN" --net lenet >/dev/null 2>&1; r1=$?
+"$SNTRAIN" --net resnet --alloc pool >/dev/null 2>&1; r2=$?
+"$SNTRAIN" --help | grep -q -- '--dump-graph'; r3=$?
+[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ]
+check "unknown network or style exits 2; --help lists the options" $?
+
+echo "1..$n"
