@@ -66,7 +66,10 @@ all: all-targets
 deps:
 	@tools/deps.sh
 
-include $(sort $(wildcard sim/*.mk bench/*.mk shim/*.mk tracer/*.mk policy/*.mk allocator/*.mk tests/*.mk))
+# The simulated runtime and driver come first: the other fragments name
+# $(SIM_LIBS) in prerequisites, which make expands as it reads them.
+include sim/sim.mk
+include $(filter-out sim/sim.mk,$(sort $(wildcard sim/*.mk bench/*.mk shim/*.mk tracer/*.mk policy/*.mk allocator/*.mk tests/*.mk)))
 
 all-targets: $(ALL_TARGETS)
 
