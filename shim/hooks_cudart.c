@@ -1,0 +1,523 @@
+/*
+ * hooks_cudart.c — wrappers of the CUDA runtime API: allocation, copies and
+ * sets, synchronisation, streams and events, devices, kernel and graph
+ * launches. A per-thread-default-stream twin (_ptsz/_ptds) shares its
+ * wrapper body with the plain name and differs only in the stream it
+ * reports (cudaStreamPerThread for the implicit stream).
+ */
+#include "shim/sn_wrap.h"
+
+#include <string.h>
+
+/* ---- memory --------------------------------------------------------------- */
+
+static cudaError_t sn_alloc_common(cudaError_t rc, void **p, size_t size, int kind)
+{
+    if (rc == cudaSuccess && p && *p)
+        sn_core_note_alloc(*p, size, kind, SN_OWNER_FRAMEWORK, sn_current_device());
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    SN_PROLOGUE(CUDART, cudaMalloc, (devPtr, size))
+    return sn_alloc_common(real(devPtr, size), devPtr, size, SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+    SN_PROLOGUE(CUDART, cudaMallocManaged, (devPtr, size, flags))
+    return sn_alloc_common(real(devPtr, size, flags), devPtr, size, SN_KIND_MANAGED);
+}
+
+SN_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    SN_PROLOGUE(CUDART, cudaMallocPitch, (devPtr, pitch, width, height))
+    cudaError_t rc = real(devPtr, pitch, width, height);
+    return sn_alloc_common(rc, devPtr, (rc == cudaSuccess && pitch ? *pitch : width) * height,
+                           SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    SN_PROLOGUE(CUDART, cudaMallocAsync, (devPtr, size, hStream))
+    return sn_alloc_common(real(devPtr, size, hStream), devPtr, size, SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    SN_PROLOGUE(CUDART, cudaMallocAsync_ptsz, (devPtr, size, hStream))
+    return sn_alloc_common(real(devPtr, size, hStream), devPtr, size, SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+    SN_PROLOGUE(CUDART, cudaMallocHost, (ptr, size))
+    return sn_alloc_common(real(ptr, size), ptr, size, SN_KIND_HOST);
+}
+
+SN_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+    SN_PROLOGUE(CUDART, cudaHostAlloc, (pHost, size, flags))
+    return sn_alloc_common(real(pHost, size, flags), pHost, size, SN_KIND_HOST);
+}
+
+static cudaError_t sn_free_common(cudaError_t rc, void *p, int kinds)
+{
+    if (rc == cudaSuccess && p)
+        sn_core_note_free(p, kinds);
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaFree(void *devPtr)
+{
+    SN_PROLOGUE(CUDART, cudaFree, (devPtr))
+    return sn_free_common(real(devPtr), devPtr, SN_KIND_DEVICE | SN_KIND_MANAGED);
+}
+
+SN_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+{
+    SN_PROLOGUE(CUDART, cudaFreeAsync, (devPtr, hStream))
+    return sn_free_common(real(devPtr, hStream), devPtr, SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
+{
+    SN_PROLOGUE(CUDART, cudaFreeAsync_ptsz, (devPtr, hStream))
+    return sn_free_common(real(devPtr, hStream), devPtr, SN_KIND_DEVICE);
+}
+
+SN_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+    SN_PROLOGUE(CUDART, cudaFreeHost, (ptr))
+    return sn_free_common(real(ptr), ptr, SN_KIND_HOST);
+}
+
+SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
+{
+    SN_PROLOGUE(CUDART, cudaMemGetInfo, (free, total))
+    cudaError_t rc = real(free, total);
+    sn_leave();
+    return rc;
+}
+
+/* ---- copies and sets ------------------------------------------------------- */
+
+static int sn_is_device_kind(int k)
+{
+    return (k & SN_KIND_ANY_DEVICE) != 0;
+}
+
+/* The op of a copy from its kind, resolving cudaMemcpyDefault through the
+ * registry. -1: host to host, not a device operation. */
+static int sn_copy_op(const void *dst, const void *src, enum cudaMemcpyKind kind)
+{
+    switch (kind) {
+    case cudaMemcpyHostToDevice: return SN_OP_MEMCPY_H2D;
+    case cudaMemcpyDeviceToHost: return SN_OP_MEMCPY_D2H;
+    case cudaMemcpyDeviceToDevice: return SN_OP_MEMCPY_D2D;
+    case cudaMemcpyHostToHost: return -1;
+    default: break;
+    }
+    int d = sn_is_device_kind(sn_core_pointer_kind(dst));
+    int s = sn_is_device_kind(sn_core_pointer_kind(src));
+    if (d && s)
+        return SN_OP_MEMCPY_D2D;
+    if (d)
+        return SN_OP_MEMCPY_H2D;
+    if (s)
+        return SN_OP_MEMCPY_D2H;
+    return -1;
+}
+
+static void sn_describe_copy2d(sn_call *c, void *dst, size_t dpitch, const void *src,
+                               size_t spitch, size_t width, size_t height)
+{
+    if (!width || !height)
+        return;
+    uint64_t dspan = (uint64_t)dpitch * (height - 1) + width;
+    uint64_t sspan = (uint64_t)spitch * (height - 1) + width;
+    if (c->op != SN_OP_MEMCPY_D2H)
+        sn_call_range(c, dst, dspan, SN_WRITE | (dpitch == width || height == 1 ? SN_OVERWRITE : 0));
+    if (c->op != SN_OP_MEMCPY_H2D)
+        sn_call_range(c, src, sspan, SN_READ);
+    int shape[2] = {(int)height, (int)width};
+    sn_call_shape(c, 2, shape);
+    c->params = sn_hash_mix(sn_hash_mix(c->params, dpitch), spitch);
+}
+
+static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_async,
+                                    sn_real_cudaMemcpy2D_fn real_sync, void *dst, size_t dpitch,
+                                    const void *src, size_t spitch, size_t width, size_t height,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    cudaError_t rc;
+    int op = sn_copy_op(dst, src, kind);
+    if (op < 0) {
+        rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
+                       : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
+        sn_leave();
+        return rc;
+    }
+    sn_call c;
+    sn_call_init(&c, hook, op, sn_current_device(), stream);
+    if (real_sync)
+        c.flags |= SN_CALL_HOST_SYNC;
+    sn_describe_copy2d(&c, dst, dpitch, src, spitch, width, height);
+    sn_step_token t;
+    sn_core_call_begin(&c, &t);
+    rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
+                   : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
+    sn_core_call_end(&c, &t, rc == cudaSuccess);
+    if (real_sync && rc == cudaSuccess)
+        sn_core_host_synced(c.dev, stream, 0);
+    sn_leave();
+    return rc;
+}
+
+#define SN_MEMCPY_SYNC(name, stream_expr)                                                      \
+    SN_EXPORT cudaError_t name(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) \
+    {                                                                                          \
+        SN_PROLOGUE(CUDART, name, (dst, src, count, kind))                                     \
+        int op = sn_copy_op(dst, src, kind);                                                   \
+        if (op < 0) {                                                                          \
+            cudaError_t rc = real(dst, src, count, kind);                                      \
+            sn_leave();                                                                        \
+            return rc;                                                                         \
+        }                                                                                      \
+        sn_call c;                                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
+        c.flags |= SN_CALL_HOST_SYNC;                                                          \
+        sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
+        sn_step_token t;                                                                       \
+        sn_core_call_begin(&c, &t);                                                            \
+        cudaError_t rc = real(dst, src, count, kind);                                          \
+        sn_core_call_end(&c, &t, rc == cudaSuccess);                                           \
+        if (rc == cudaSuccess)                                                                 \
+            sn_core_host_synced(c.dev, c.stream, 0);                                           \
+        sn_leave();                                                                            \
+        return rc;                                                                             \
+    }
+
+SN_MEMCPY_SYNC(cudaMemcpy, NULL)
+SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
+
+#define SN_MEMCPY_ASYNC(name)                                                                  \
+    SN_EXPORT cudaError_t name(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, \
+                               cudaStream_t stream)                                            \
+    {                                                                                          \
+        SN_PROLOGUE(CUDART, name, (dst, src, count, kind, stream))                             \
+        int op = sn_copy_op(dst, src, kind);                                                   \
+        if (op < 0) {                                                                          \
+            cudaError_t rc = real(dst, src, count, kind, stream);                              \
+            sn_leave();                                                                        \
+            return rc;                                                                         \
+        }                                                                                      \
+        sn_call c;                                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), stream);                  \
+        sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, src, count, kind, stream));        \
+    }
+
+SN_MEMCPY_ASYNC(cudaMemcpyAsync)
+SN_MEMCPY_ASYNC(cudaMemcpyAsync_ptsz)
+
+SN_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpy2D, (dst, dpitch, src, spitch, width, height, kind))
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D, NULL, real, dst, dpitch, src, spitch, width,
+                            height, kind, NULL);
+}
+
+SN_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                        size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpy2D_ptds, (dst, dpitch, src, spitch, width, height, kind))
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D_ptds, NULL, real, dst, dpitch, src, spitch,
+                            width, height, kind, cudaStreamPerThread);
+}
+
+SN_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                        size_t width, size_t height, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpy2DAsync, (dst, dpitch, src, spitch, width, height, kind, stream))
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync, real, NULL, dst, dpitch, src, spitch,
+                            width, height, kind, stream);
+}
+
+SN_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+                                             size_t spitch, size_t width, size_t height,
+                                             enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpy2DAsync_ptsz,
+                (dst, dpitch, src, spitch, width, height, kind, stream))
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync_ptsz, real, NULL, dst, dpitch, src,
+                            spitch, width, height, kind, stream);
+}
+
+SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+                                     size_t count)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpyPeer, (dst, dstDevice, src, srcDevice, count))
+    sn_call c;
+    sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeer, SN_OP_MEMCPY_D2D, dstDevice, NULL);
+    c.flags |= SN_CALL_HOST_SYNC;
+    sn_describe_copy2d(&c, dst, count, src, count, count, 1);
+    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, dstDevice, src, srcDevice, count));
+}
+
+SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                          size_t count, cudaStream_t stream)
+{
+    SN_PROLOGUE(CUDART, cudaMemcpyPeerAsync, (dst, dstDevice, src, srcDevice, count, stream))
+    sn_call c;
+    sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeerAsync, SN_OP_MEMCPY_D2D, dstDevice, stream);
+    sn_describe_copy2d(&c, dst, count, src, count, count, 1);
+    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, dstDevice, src, srcDevice, count, stream));
+}
+
+static void sn_describe_set2d(sn_call *c, void *p, size_t pitch, int value, size_t width,
+                              size_t height)
+{
+    if (width && height)
+        sn_call_range(c, p, (uint64_t)pitch * (height - 1) + width,
+                      SN_WRITE | (pitch == width || height == 1 ? SN_OVERWRITE : 0));
+    int shape[2] = {(int)height, (int)width};
+    sn_call_shape(c, 2, shape);
+    c->params = sn_hash_mix(sn_hash_mix(c->params, (uint64_t)value), pitch);
+}
+
+#define SN_MEMSET(name, params, args, stream_expr, sync, p, pitch, value, width, height)       \
+    SN_EXPORT cudaError_t name params                                                          \
+    {                                                                                          \
+        SN_PROLOGUE(CUDART, name, args)                                                        \
+        sn_call c;                                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
+        if (sync)                                                                              \
+            c.flags |= SN_CALL_HOST_SYNC;                                                      \
+        sn_describe_set2d(&c, p, pitch, value, width, height);                                 \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, args);                                   \
+    }
+
+SN_MEMSET(cudaMemset, (void *devPtr, int value, size_t count), (devPtr, value, count), NULL, 1,
+          devPtr, count, value, count, 1)
+SN_MEMSET(cudaMemset_ptds, (void *devPtr, int value, size_t count), (devPtr, value, count),
+          cudaStreamPerThread, 1, devPtr, count, value, count, 1)
+SN_MEMSET(cudaMemsetAsync, (void *devPtr, int value, size_t count, cudaStream_t stream),
+          (devPtr, value, count, stream), stream, 0, devPtr, count, value, count, 1)
+SN_MEMSET(cudaMemsetAsync_ptsz, (void *devPtr, int value, size_t count, cudaStream_t stream),
+          (devPtr, value, count, stream), stream, 0, devPtr, count, value, count, 1)
+SN_MEMSET(cudaMemset2D, (void *devPtr, size_t pitch, int value, size_t width, size_t height),
+          (devPtr, pitch, value, width, height), NULL, 1, devPtr, pitch, value, width, height)
+SN_MEMSET(cudaMemset2D_ptds, (void *devPtr, size_t pitch, int value, size_t width, size_t height),
+          (devPtr, pitch, value, width, height), cudaStreamPerThread, 1, devPtr, pitch, value,
+          width, height)
+SN_MEMSET(cudaMemset2DAsync,
+          (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream),
+          (devPtr, pitch, value, width, height, stream), stream, 0, devPtr, pitch, value, width,
+          height)
+SN_MEMSET(cudaMemset2DAsync_ptsz,
+          (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream),
+          (devPtr, pitch, value, width, height, stream), stream, 0, devPtr, pitch, value, width,
+          height)
+
+/* ---- synchronisation, streams, events, devices ------------------------------ */
+
+SN_EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    SN_PROLOGUE(CUDART, cudaDeviceSynchronize, ())
+    cudaError_t rc = real();
+    if (rc == cudaSuccess)
+        sn_core_host_synced(sn_current_device(), NULL, 1);
+    sn_leave();
+    return rc;
+}
+
+#define SN_STREAM_SYNC(name)                                                   \
+    SN_EXPORT cudaError_t name(cudaStream_t stream)                            \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, (stream))                                    \
+        cudaError_t rc = real(stream);                                         \
+        if (rc == cudaSuccess)                                                 \
+            sn_core_host_synced(sn_current_device(), stream, 0);               \
+        sn_leave();                                                            \
+        return rc;                                                             \
+    }
+SN_STREAM_SYNC(cudaStreamSynchronize)
+SN_STREAM_SYNC(cudaStreamSynchronize_ptsz)
+
+SN_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+    SN_PROLOGUE(CUDART, cudaStreamCreate, (pStream))
+    cudaError_t rc = real(pStream);
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    SN_PROLOGUE(CUDART, cudaStreamCreateWithFlags, (pStream, flags))
+    cudaError_t rc = real(pStream, flags);
+    if (rc == cudaSuccess && pStream && (flags & cudaStreamNonBlocking))
+        sn_core_note_stream(*pStream, 1);
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+                                                   int priority)
+{
+    SN_PROLOGUE(CUDART, cudaStreamCreateWithPriority, (pStream, flags, priority))
+    cudaError_t rc = real(pStream, flags, priority);
+    if (rc == cudaSuccess && pStream && (flags & cudaStreamNonBlocking))
+        sn_core_note_stream(*pStream, 1);
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    SN_PROLOGUE(CUDART, cudaStreamDestroy, (stream))
+    /* Steps still pending on the stream are harvested by later syncs; the
+     * events libsn recorded there stay valid after the stream is gone. */
+    cudaError_t rc = real(stream);
+    if (rc == cudaSuccess)
+        sn_core_note_stream(stream, -1);
+    sn_leave();
+    return rc;
+}
+
+#define SN_WAIT_EVENT(name)                                                    \
+    SN_EXPORT cudaError_t name(cudaStream_t stream, cudaEvent_t event, unsigned int flags) \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, (stream, event, flags))                      \
+        cudaError_t rc = real(stream, event, flags);                           \
+        sn_leave();                                                            \
+        return rc;                                                             \
+    }
+SN_WAIT_EVENT(cudaStreamWaitEvent)
+SN_WAIT_EVENT(cudaStreamWaitEvent_ptsz)
+
+#define SN_EVENT_RECORD(name, params, args, stream)                            \
+    SN_EXPORT cudaError_t name params                                          \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, args)                                        \
+        cudaError_t rc = real args;                                            \
+        if (rc == cudaSuccess)                                                 \
+            sn_core_note_event(event, (stream));                               \
+        sn_leave();                                                            \
+        return rc;                                                             \
+    }
+SN_EVENT_RECORD(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream), (event, stream), stream)
+SN_EVENT_RECORD(cudaEventRecord_ptsz, (cudaEvent_t event, cudaStream_t stream), (event, stream),
+                stream)
+SN_EVENT_RECORD(cudaEventRecordWithFlags, (cudaEvent_t event, cudaStream_t stream, unsigned int flags),
+                (event, stream, flags), stream)
+SN_EVENT_RECORD(cudaEventRecordWithFlags_ptsz,
+                (cudaEvent_t event, cudaStream_t stream, unsigned int flags), (event, stream, flags),
+                stream)
+
+SN_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    SN_PROLOGUE(CUDART, cudaEventSynchronize, (event))
+    cudaError_t rc = real(event);
+    if (rc == cudaSuccess)
+        sn_core_event_synced(sn_current_device(), event);
+    sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaSetDevice(int device)
+{
+    sn_real_cudaSetDevice_fn real = SN_REAL(cudaSetDevice);
+    if (!real)
+        return SN_MISSING(CUDART, cudaSetDevice);
+    int entered = sn_enter(SN_LIB_CUDART);
+    cudaError_t rc = real(device);
+    if (rc == cudaSuccess && device >= 0)
+        sn_thread.device = device;
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT cudaError_t cudaDeviceReset(void)
+{
+    SN_PROLOGUE(CUDART, cudaDeviceReset, ())
+    /* Timings still pending on the device are read while its events exist. */
+    sn_core_host_synced(sn_current_device(), NULL, 1);
+    cudaError_t rc = real();
+    if (rc == cudaSuccess)
+        sn_core_device_reset(sn_current_device());
+    sn_leave();
+    return rc;
+}
+
+/* ---- kernel and graph launches -------------------------------------------- */
+
+static void sn_describe_launch(sn_call *c, const void *func, dim3 grid, dim3 block, void **args,
+                               size_t shared)
+{
+    c->params = sn_hash_mix(c->params, (uint64_t)(uintptr_t)func);
+    c->params = sn_hash_mix(c->params, ((uint64_t)grid.x << 32) | ((uint64_t)grid.y << 16) | grid.z);
+    c->params = sn_hash_mix(c->params, ((uint64_t)block.x << 32) | ((uint64_t)block.y << 16) | block.z);
+    c->params = sn_hash_mix(c->params, shared);
+    int shape[3] = {(int)grid.x, (int)grid.y, (int)grid.z};
+    sn_call_shape(c, 3, shape);
+    sn_core_describe_kernel(c, func, args);
+}
+
+#define SN_LAUNCH(name, functype, funcname)                                                    \
+    SN_EXPORT cudaError_t name(functype funcname, dim3 gridDim, dim3 blockDim, void **args,    \
+                               size_t sharedMem, cudaStream_t stream)                          \
+    {                                                                                          \
+        SN_PROLOGUE(CUDART, name, (funcname, gridDim, blockDim, args, sharedMem, stream))      \
+        sn_call c;                                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), stream);        \
+        sn_describe_launch(&c, (const void *)funcname, gridDim, blockDim, args, sharedMem);    \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess,                                          \
+                        (funcname, gridDim, blockDim, args, sharedMem, stream));               \
+    }
+
+SN_LAUNCH(cudaLaunchKernel, const void *, func)
+SN_LAUNCH(cudaLaunchKernel_ptsz, const void *, func)
+SN_LAUNCH(__cudaLaunchKernel, cudaKernel_t, kernel)
+SN_LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t, kernel)
+SN_LAUNCH(cudaLaunchCooperativeKernel, const void *, func)
+SN_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, func)
+
+#define SN_LAUNCH_EX(name)                                                                     \
+    SN_EXPORT cudaError_t name(const cudaLaunchConfig_t *config, const void *func, void **args) \
+    {                                                                                          \
+        SN_PROLOGUE(CUDART, name, (config, func, args))                                        \
+        if (!config) {                                                                         \
+            cudaError_t rc = real(config, func, args);                                         \
+            sn_leave();                                                                        \
+            return rc;                                                                         \
+        }                                                                                      \
+        sn_call c;                                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), config->stream); \
+        sn_describe_launch(&c, func, config->gridDim, config->blockDim, args,                  \
+                           config->dynamicSmemBytes);                                          \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (config, func, args));                   \
+    }
+
+SN_LAUNCH_EX(cudaLaunchKernelExC)
+SN_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
+
+#define SN_GRAPH_LAUNCH(name)                                                  \
+    SN_EXPORT cudaError_t name(cudaGraphExec_t graphExec, cudaStream_t stream) \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, (graphExec, stream))                         \
+        sn_call c;                                                             \
+        sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), stream); \
+        c.flags |= SN_CALL_OPAQUE;                                             \
+        c.params = sn_hash_mix(0, (uint64_t)(uintptr_t)graphExec);             \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (graphExec, stream));    \
+    }
+SN_GRAPH_LAUNCH(cudaGraphLaunch)
+SN_GRAPH_LAUNCH(cudaGraphLaunch_ptsz)

@@ -1,0 +1,549 @@
+/*
+ * hooks_cudnn.c — wrappers of cuDNN's compute calls. Each reads its tensor,
+ * filter and workspace extents from the descriptors, marks outputs scaled by
+ * a non-zero beta as read too, and runs as one step on the handle's stream.
+ * FindEx calls run the convolution on the buffers they are given, so they
+ * touch them exactly like the convolution would.
+ */
+#include "shim/sn_describe.h"
+#include "shim/sn_wrap.h"
+
+/* Calls that change a descriptor or a handle libsn caches what it read of. */
+#define SN_DNN_INVALIDATING(name, params, args)                                \
+    SN_EXPORT cudnnStatus_t name params                                        \
+    {                                                                          \
+        sn_real_##name##_fn real = SN_REAL(name);                              \
+        if (!real)                                                             \
+            return SN_MISSING(CUDNN, name);                                    \
+        int entered = sn_enter(SN_LIB_CUDNN);                                  \
+        cudnnStatus_t rc = real args;                                          \
+        sn_describe_invalidate();                                              \
+        if (entered)                                                           \
+            sn_leave();                                                        \
+        return rc;                                                             \
+    }
+SN_DNN_INVALIDATING(cudnnSetStream, (cudnnHandle_t handle, cudaStream_t streamId), (handle, streamId))
+SN_DNN_INVALIDATING(cudnnDestroy, (cudnnHandle_t handle), (handle))
+SN_DNN_INVALIDATING(cudnnSetTensor4dDescriptor,
+                    (cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format,
+                     cudnnDataType_t dataType, int n, int c, int h, int w),
+                    (tensorDesc, format, dataType, n, c, h, w))
+SN_DNN_INVALIDATING(cudnnSetTensor4dDescriptorEx,
+                    (cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c,
+                     int h, int w, int nStride, int cStride, int hStride, int wStride),
+                    (tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride))
+SN_DNN_INVALIDATING(cudnnSetTensorNdDescriptor,
+                    (cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims,
+                     const int dimA[], const int strideA[]),
+                    (tensorDesc, dataType, nbDims, dimA, strideA))
+SN_DNN_INVALIDATING(cudnnSetTensorNdDescriptorEx,
+                    (cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format,
+                     cudnnDataType_t dataType, int nbDims, const int dimA[]),
+                    (tensorDesc, format, dataType, nbDims, dimA))
+SN_DNN_INVALIDATING(cudnnDeriveBNTensorDescriptor,
+                    (cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc,
+                     cudnnBatchNormMode_t mode),
+                    (derivedBnDesc, xDesc, mode))
+SN_DNN_INVALIDATING(cudnnDestroyTensorDescriptor, (cudnnTensorDescriptor_t tensorDesc), (tensorDesc))
+SN_DNN_INVALIDATING(cudnnSetFilter4dDescriptor,
+                    (cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType,
+                     cudnnTensorFormat_t format, int k, int c, int h, int w),
+                    (filterDesc, dataType, format, k, c, h, w))
+SN_DNN_INVALIDATING(cudnnSetFilterNdDescriptor,
+                    (cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType,
+                     cudnnTensorFormat_t format, int nbDims, const int filterDimA[]),
+                    (filterDesc, dataType, format, nbDims, filterDimA))
+SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filterDesc), (filterDesc))
+
+#define SN_DNN_BEGIN(name, op, handle, args)                                   \
+    SN_PROLOGUE(CUDNN, name, args)                                             \
+    sn_call c;                                                                 \
+    sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle));
+
+#define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, args)
+
+static void sn_workspace(sn_call *c, void *ws, size_t bytes)
+{
+    sn_call_range(c, ws, bytes, SN_READ | SN_WRITE | SN_SCRATCH);
+    c->workspace = ws ? bytes : 0;
+}
+
+/* A host scale factor for data of the given tensor's type. */
+static int sn_nonzero_for(cudnnTensorDescriptor_t desc, const void *scale)
+{
+    sn_real_cudnnGetTensorNdDescriptor_fn get = SN_REAL(cudnnGetTensorNdDescriptor);
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int nd, dim[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
+    if (get && desc)
+        get(desc, CUDNN_DIM_MAX, &type, &nd, dim, stride);
+    return sn_dnn_scale_nonzero(scale, type);
+}
+
+SN_EXPORT cudnnStatus_t cudnnConvolutionForward(
+    cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
+    const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    SN_DNN_BEGIN(cudnnConvolutionForward, SN_OP_CONV_FWD, handle,
+                 (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, yDesc, y))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_filter(&c, wDesc, w, SN_READ);
+    sn_dnn_output(&c, yDesc, y, beta);
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    c.algo = (int)algo;
+    SN_DNN_END((handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
+                beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
+    cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes,
+    const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    SN_DNN_BEGIN(cudnnConvolutionBackwardData, SN_OP_CONV_BWD_DATA, handle,
+                 (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, dxDesc, dx))
+    sn_dnn_filter(&c, wDesc, w, SN_READ);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, beta);
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    c.algo = (int)algo;
+    SN_DNN_END((handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
+                workSpaceSizeInBytes, beta, dxDesc, dx));
+}
+
+SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
+    cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes,
+    const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw)
+{
+    SN_DNN_BEGIN(cudnnConvolutionBackwardFilter, SN_OP_CONV_BWD_FILTER, handle,
+                 (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, beta, dwDesc, dw))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_filter_output(&c, dwDesc, dw, beta);
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    c.algo = (int)algo;
+    SN_DNN_END((handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
+                workSpaceSizeInBytes, beta, dwDesc, dw));
+}
+
+SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
+                                                     const cudnnTensorDescriptor_t dyDesc,
+                                                     const void *dy, const void *beta,
+                                                     const cudnnTensorDescriptor_t dbDesc, void *db)
+{
+    SN_DNN_BEGIN(cudnnConvolutionBackwardBias, SN_OP_CONV_BWD_BIAS, handle,
+                 (handle, alpha, dyDesc, dy, beta, dbDesc, db))
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_output(&c, dbDesc, db, beta);
+    SN_DNN_END((handle, alpha, dyDesc, dy, beta, dbDesc, db));
+}
+
+SN_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(
+    cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc,
+    cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes,
+    const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z,
+    const cudnnTensorDescriptor_t biasDesc, const void *bias,
+    const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    SN_DNN_BEGIN(cudnnConvolutionBiasActivationForward, SN_OP_CONV_BIAS_ACT_FWD, handle,
+                 (handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace,
+                  workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_filter(&c, wDesc, w, SN_READ);
+    /* y = act(alpha1 * conv(x) + alpha2 * z + bias): z is read when alpha2
+     * is not zero, and z may be y itself. */
+    if (sn_nonzero_for(zDesc, alpha2))
+        sn_dnn_tensor(&c, zDesc, z, SN_READ, NULL);
+    sn_dnn_tensor(&c, biasDesc, bias, SN_READ, NULL);
+    static const float zero = 0.0f;
+    sn_dnn_output(&c, yDesc, y, &zero);
+    if (z == y && sn_nonzero_for(zDesc, alpha2) && c.nranges)
+        c.range[c.nranges - 1].mode = SN_READ | SN_WRITE;
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    c.algo = (int)algo;
+    SN_DNN_END((handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
+                alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
+                                       const cudnnTensorDescriptor_t aDesc, const void *A,
+                                       const void *beta, const cudnnTensorDescriptor_t cDesc, void *C)
+{
+    SN_DNN_BEGIN(cudnnAddTensor, SN_OP_ADD_TENSOR, handle, (handle, alpha, aDesc, A, beta, cDesc, C))
+    sn_dnn_tensor(&c, aDesc, A, SN_READ, NULL);
+    sn_dnn_output(&c, cDesc, C, beta);
+    SN_DNN_END((handle, alpha, aDesc, A, beta, cDesc, C));
+}
+
+SN_EXPORT cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc,
+                                      const void *alpha1, const cudnnTensorDescriptor_t aDesc,
+                                      const void *A, const void *alpha2,
+                                      const cudnnTensorDescriptor_t bDesc, const void *B,
+                                      const void *beta, const cudnnTensorDescriptor_t cDesc, void *C)
+{
+    SN_DNN_BEGIN(cudnnOpTensor, SN_OP_OP_TENSOR, handle,
+                 (handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C))
+    sn_real_cudnnGetOpTensorDescriptor_fn get = SN_REAL(cudnnGetOpTensorDescriptor);
+    cudnnOpTensorOp_t op = CUDNN_OP_TENSOR_ADD;
+    cudnnDataType_t ctype;
+    cudnnNanPropagation_t nan;
+    if (get && opTensorDesc)
+        get(opTensorDesc, &op, &ctype, &nan);
+    c.params = sn_hash_mix(c.params, (uint64_t)op + 1);
+    c.algo = (int)op;
+    sn_dnn_tensor(&c, aDesc, A, SN_READ, NULL);
+    if (op != CUDNN_OP_TENSOR_SQRT && op != CUDNN_OP_TENSOR_NOT)
+        sn_dnn_tensor(&c, bDesc, B, SN_READ, NULL);
+    sn_dnn_output(&c, cDesc, C, beta);
+    SN_DNN_END((handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C));
+}
+
+SN_EXPORT cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc,
+                                       void *y, const void *valuePtr)
+{
+    SN_DNN_BEGIN(cudnnSetTensor, SN_OP_SET_TENSOR, handle, (handle, yDesc, y, valuePtr))
+    static const float zero = 0.0f;
+    sn_dnn_output(&c, yDesc, y, &zero);
+    SN_DNN_END((handle, yDesc, y, valuePtr));
+}
+
+SN_EXPORT cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc,
+                                         void *y, const void *alpha)
+{
+    SN_DNN_BEGIN(cudnnScaleTensor, SN_OP_SCALE_TENSOR, handle, (handle, yDesc, y, alpha))
+    sn_dnn_tensor(&c, yDesc, y, SN_READ | SN_WRITE, NULL);
+    SN_DNN_END((handle, yDesc, y, alpha));
+}
+
+SN_EXPORT cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
+                                             const cudnnTensorDescriptor_t xDesc, const void *x,
+                                             const void *beta, const cudnnTensorDescriptor_t yDesc,
+                                             void *y)
+{
+    SN_DNN_BEGIN(cudnnTransformTensor, SN_OP_TRANSFORM_TENSOR, handle,
+                 (handle, alpha, xDesc, x, beta, yDesc, y))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    SN_DNN_END((handle, alpha, xDesc, x, beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle,
+                                               cudnnActivationDescriptor_t activationDesc,
+                                               const void *alpha, const cudnnTensorDescriptor_t xDesc,
+                                               const void *x, const void *beta,
+                                               const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    SN_DNN_BEGIN(cudnnActivationForward, SN_OP_ACT_FWD, handle,
+                 (handle, activationDesc, alpha, xDesc, x, beta, yDesc, y))
+    sn_real_cudnnGetActivationDescriptor_fn get = SN_REAL(cudnnGetActivationDescriptor);
+    cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
+    cudnnNanPropagation_t nan;
+    double coef;
+    if (get && activationDesc)
+        get(activationDesc, &mode, &nan, &coef);
+    c.params = sn_hash_mix(c.params, (uint64_t)mode + 1);
+    c.algo = (int)mode;
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    SN_DNN_END((handle, activationDesc, alpha, xDesc, x, beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnActivationBackward(
+    cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha,
+    const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta,
+    const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    SN_DNN_BEGIN(cudnnActivationBackward, SN_OP_ACT_BWD, handle,
+                 (handle, activationDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx))
+    sn_dnn_tensor(&c, yDesc, y, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, beta);
+    SN_DNN_END((handle, activationDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx));
+}
+
+SN_EXPORT cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle,
+                                            const cudnnPoolingDescriptor_t poolingDesc,
+                                            const void *alpha, const cudnnTensorDescriptor_t xDesc,
+                                            const void *x, const void *beta,
+                                            const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    SN_DNN_BEGIN(cudnnPoolingForward, SN_OP_POOL_FWD, handle,
+                 (handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y))
+    sn_real_cudnnGetPoolingNdDescriptor_fn get = SN_REAL(cudnnGetPoolingNdDescriptor);
+    cudnnPoolingMode_t mode = CUDNN_POOLING_MAX;
+    cudnnNanPropagation_t nan;
+    int nd = 0, win[CUDNN_DIM_MAX], pad[CUDNN_DIM_MAX], stride[CUDNN_DIM_MAX];
+    if (get && poolingDesc && get(poolingDesc, CUDNN_DIM_MAX - 2, &mode, &nan, &nd, win, pad, stride) == CUDNN_STATUS_SUCCESS)
+        for (int i = 0; i < nd && i < CUDNN_DIM_MAX - 2; i++)
+            c.params = sn_hash_mix(sn_hash_mix(sn_hash_mix(c.params, (uint64_t)win[i]), (uint64_t)pad[i]),
+                                   (uint64_t)stride[i]);
+    c.params = sn_hash_mix(c.params, (uint64_t)mode + 1);
+    c.algo = (int)mode;
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    SN_DNN_END((handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnPoolingBackward(
+    cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha,
+    const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta,
+    const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    SN_DNN_BEGIN(cudnnPoolingBackward, SN_OP_POOL_BWD, handle,
+                 (handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx))
+    sn_dnn_tensor(&c, yDesc, y, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, beta);
+    SN_DNN_END((handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx));
+}
+
+SN_EXPORT cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc,
+                                                    cudnnLRNMode_t lrnMode, const void *alpha,
+                                                    const cudnnTensorDescriptor_t xDesc, const void *x,
+                                                    const void *beta,
+                                                    const cudnnTensorDescriptor_t yDesc, void *y)
+{
+    SN_DNN_BEGIN(cudnnLRNCrossChannelForward, SN_OP_LRN_FWD, handle,
+                 (handle, normDesc, lrnMode, alpha, xDesc, x, beta, yDesc, y))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    SN_DNN_END((handle, normDesc, lrnMode, alpha, xDesc, x, beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnLRNCrossChannelBackward(
+    cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha,
+    const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta,
+    const cudnnTensorDescriptor_t dxDesc, void *dx)
+{
+    SN_DNN_BEGIN(cudnnLRNCrossChannelBackward, SN_OP_LRN_BWD, handle,
+                 (handle, normDesc, lrnMode, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx))
+    sn_dnn_tensor(&c, yDesc, y, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, beta);
+    SN_DNN_END((handle, normDesc, lrnMode, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx));
+}
+
+SN_EXPORT cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                            cudnnSoftmaxMode_t mode, const void *alpha,
+                                            const cudnnTensorDescriptor_t xDesc, const void *x,
+                                            const void *beta, const cudnnTensorDescriptor_t yDesc,
+                                            void *y)
+{
+    SN_DNN_BEGIN(cudnnSoftmaxForward, SN_OP_SOFTMAX_FWD, handle,
+                 (handle, algo, mode, alpha, xDesc, x, beta, yDesc, y))
+    c.params = sn_hash_mix(sn_hash_mix(c.params, (uint64_t)algo + 1), (uint64_t)mode + 1);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    SN_DNN_END((handle, algo, mode, alpha, xDesc, x, beta, yDesc, y));
+}
+
+SN_EXPORT cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo,
+                                             cudnnSoftmaxMode_t mode, const void *alpha,
+                                             const cudnnTensorDescriptor_t yDesc, const void *y,
+                                             const cudnnTensorDescriptor_t dyDesc, const void *dy,
+                                             const void *beta, const cudnnTensorDescriptor_t dxDesc,
+                                             void *dx)
+{
+    SN_DNN_BEGIN(cudnnSoftmaxBackward, SN_OP_SOFTMAX_BWD, handle,
+                 (handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx))
+    sn_dnn_tensor(&c, yDesc, y, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, beta);
+    SN_DNN_END((handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx));
+}
+
+/* Per-channel (or per-activation) statistics tensors of batch norm. */
+static void sn_bn_param(sn_call *c, cudnnTensorDescriptor_t desc, const void *p, unsigned mode)
+{
+    int nshapes = c->nshapes; /* shapes: the data tensors' only */
+    sn_dnn_tensor(c, desc, p, mode, NULL);
+    c->nshapes = nshapes;
+}
+
+SN_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTraining(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
+    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
+    double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance,
+    double epsilon, void *resultSaveMean, void *resultSaveInvVariance)
+{
+    SN_DNN_BEGIN(cudnnBatchNormalizationForwardTraining, SN_OP_BN_FWD_TRAIN, handle,
+                 (handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale,
+                  bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance,
+                  epsilon, resultSaveMean, resultSaveInvVariance))
+    c.params = sn_hash_mix(c.params, (uint64_t)mode + 1);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, bnScale, SN_READ);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, bnBias, SN_READ);
+    /* Running averages blend the old value unless the factor is 1. */
+    unsigned running = exponentialAverageFactor == 1.0 ? SN_WRITE | SN_OVERWRITE : SN_READ | SN_WRITE;
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, resultRunningMean, running);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, resultRunningVariance, running);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, resultSaveMean, SN_WRITE | SN_OVERWRITE);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, resultSaveInvVariance, SN_WRITE | SN_OVERWRITE);
+    SN_DNN_END((handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale,
+                bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon,
+                resultSaveMean, resultSaveInvVariance));
+}
+
+SN_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
+    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
+    const void *estimatedMean, const void *estimatedVariance, double epsilon)
+{
+    SN_DNN_BEGIN(cudnnBatchNormalizationForwardInference, SN_OP_BN_FWD_INFER, handle,
+                 (handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale,
+                  bnBias, estimatedMean, estimatedVariance, epsilon))
+    c.params = sn_hash_mix(c.params, (uint64_t)mode + 1);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_output(&c, yDesc, y, beta);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, bnScale, SN_READ);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, bnBias, SN_READ);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, estimatedMean, SN_READ);
+    sn_bn_param(&c, bnScaleBiasMeanVarDesc, estimatedVariance, SN_READ);
+    SN_DNN_END((handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale,
+                bnBias, estimatedMean, estimatedVariance, epsilon));
+}
+
+SN_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff,
+    const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff,
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc,
+    const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult,
+    void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance)
+{
+    SN_DNN_BEGIN(cudnnBatchNormalizationBackward, SN_OP_BN_BWD, handle,
+                 (handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc,
+                  x, dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult,
+                  dBnBiasResult, epsilon, savedMean, savedInvVariance))
+    c.params = sn_hash_mix(c.params, (uint64_t)mode + 1);
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_output(&c, dxDesc, dx, betaDataDiff);
+    sn_bn_param(&c, dBnScaleBiasDesc, bnScale, SN_READ);
+    int before = c.nranges;
+    sn_bn_param(&c, dBnScaleBiasDesc, dBnScaleResult, SN_WRITE);
+    sn_bn_param(&c, dBnScaleBiasDesc, dBnBiasResult, SN_WRITE);
+    unsigned extra = sn_nonzero_for(dBnScaleBiasDesc, betaParamDiff) ? SN_READ : SN_OVERWRITE;
+    for (int i = before; i < c.nranges; i++)
+        c.range[i].mode |= extra;
+    sn_bn_param(&c, dBnScaleBiasDesc, savedMean, SN_READ);
+    sn_bn_param(&c, dBnScaleBiasDesc, savedInvVariance, SN_READ);
+    SN_DNN_END((handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x,
+                dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult,
+                epsilon, savedMean, savedInvVariance));
+}
+
+SN_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle,
+                                            const cudnnDropoutDescriptor_t dropoutDesc,
+                                            const cudnnTensorDescriptor_t xdesc, const void *x,
+                                            const cudnnTensorDescriptor_t ydesc, void *y,
+                                            void *reserveSpace, size_t reserveSpaceSizeInBytes)
+{
+    SN_DNN_BEGIN(cudnnDropoutForward, SN_OP_DROPOUT_FWD, handle,
+                 (handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes))
+    sn_dnn_tensor(&c, xdesc, x, SN_READ, NULL);
+    static const float zero = 0.0f;
+    sn_dnn_output(&c, ydesc, y, &zero);
+    sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_WRITE | SN_OVERWRITE);
+    SN_DNN_END((handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes));
+}
+
+SN_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle,
+                                             const cudnnDropoutDescriptor_t dropoutDesc,
+                                             const cudnnTensorDescriptor_t dydesc, const void *dy,
+                                             const cudnnTensorDescriptor_t dxdesc, void *dx,
+                                             void *reserveSpace, size_t reserveSpaceSizeInBytes)
+{
+    SN_DNN_BEGIN(cudnnDropoutBackward, SN_OP_DROPOUT_BWD, handle,
+                 (handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes))
+    sn_dnn_tensor(&c, dydesc, dy, SN_READ, NULL);
+    static const float zero = 0.0f;
+    sn_dnn_output(&c, dxdesc, dx, &zero);
+    sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_READ);
+    SN_DNN_END((handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes));
+}
+
+SN_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc,
+                                                  cudnnHandle_t handle, float dropout, void *states,
+                                                  size_t stateSizeInBytes, unsigned long long seed)
+{
+    SN_DNN_BEGIN(cudnnSetDropoutDescriptor, SN_OP_DROPOUT_INIT, handle,
+                 (dropoutDesc, handle, dropout, states, stateSizeInBytes, seed))
+    /* Initialises the generator states on the device. */
+    sn_call_range(&c, states, stateSizeInBytes, SN_WRITE | SN_OVERWRITE);
+    SN_DNN_END((dropoutDesc, handle, dropout, states, stateSizeInBytes, seed));
+}
+
+/* ---- FindEx: the search runs the convolution on the given buffers ---------- */
+
+SN_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace,
+    size_t workSpaceSizeInBytes)
+{
+    SN_DNN_BEGIN(cudnnFindConvolutionForwardAlgorithmEx, SN_OP_FIND_ALGO, handle,
+                 (handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestedAlgoCount,
+                  returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_filter(&c, wDesc, w, SN_READ);
+    sn_dnn_tensor(&c, yDesc, y, SN_WRITE, NULL); /* scribbled on: contents undefined after */
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    SN_DNN_END((handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestedAlgoCount,
+                returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes));
+}
+
+SN_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace,
+    size_t workSpaceSizeInBytes)
+{
+    SN_DNN_BEGIN(cudnnFindConvolutionBackwardDataAlgorithmEx, SN_OP_FIND_ALGO, handle,
+                 (handle, wDesc, w, dyDesc, dy, convDesc, dxDesc, dx, requestedAlgoCount,
+                  returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes))
+    sn_dnn_filter(&c, wDesc, w, SN_READ);
+    sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
+    sn_dnn_tensor(&c, dxDesc, dx, SN_WRITE, NULL);
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    SN_DNN_END((handle, wDesc, w, dyDesc, dy, convDesc, dxDesc, dx, requestedAlgoCount,
+                returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes));
+}
+
+SN_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace,
+    size_t workSpaceSizeInBytes)
+{
+    SN_DNN_BEGIN(cudnnFindConvolutionBackwardFilterAlgorithmEx, SN_OP_FIND_ALGO, handle,
+                 (handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount,
+                  returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes))
+    sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
+    sn_dnn_tensor(&c, dyDesc, y, SN_READ, NULL);
+    sn_dnn_filter(&c, dwDesc, dw, SN_WRITE);
+    sn_workspace(&c, workSpace, workSpaceSizeInBytes);
+    SN_DNN_END((handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount,
+                returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes));
+}

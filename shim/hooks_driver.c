@@ -1,0 +1,394 @@
+/*
+ * hooks_driver.c — the driver layer: an interposed dlsym, cuGetProcAddress
+ * and the driver's allocation entry points.
+ *
+ * The runtime (and the static runtime inside cuDNN and cuBLAS) never calls
+ * the driver by name: it dlopens libcuda.so.1, asks dlsym for
+ * cuGetProcAddress_v2 and then asks that for every entry point. So libsn
+ * interposes dlsym itself, hands back its own cuGetProcAddress for the
+ * driver's, and from there its own wrappers for the driver functions it
+ * hooks. A wrapper is handed back only when the address the driver returned
+ * is exactly the real function libsn wraps (same name and ABI version).
+ *
+ * dlsym(RTLD_NEXT, ...) answers relative to its caller, found from the
+ * return address. dlsym below is therefore a tail-jumping trampoline: it asks
+ * sn_dlsym_route which function should answer, then jumps there with the
+ * original arguments and return address, so the real dlsym still sees the
+ * original caller. Only names of functions libsn wraps are redirected.
+ *
+ * Accounting: an allocation made while the thread is inside a runtime hook is
+ * the runtime's own (already recorded by the runtime wrapper); inside a cuDNN
+ * or cuBLAS hook it is that library's workspace; outside any hook it is the
+ * framework's, made through the driver API or a statically linked runtime.
+ */
+#include "shim/sn_hooks.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim/sn_core.h"
+#include "shim/sn_log.h"
+
+/* ---- the real dlsym ------------------------------------------------------------- */
+
+/* dlsym is called by sanitizer runtimes while they initialise, before their
+ * shadow memory exists: the routing path must not be instrumented. */
+#define SN_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
+
+typedef void *(*sn_dlsym_fn)(void *, const char *);
+static sn_dlsym_fn sn_dlsym_real;
+
+SN_UNINSTRUMENTED static sn_dlsym_fn sn_get_real_dlsym(void)
+{
+    sn_dlsym_fn f = __atomic_load_n(&sn_dlsym_real, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
+    f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f)
+        f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&sn_dlsym_real, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+void *sn_real_dlsym(void *handle, const char *name)
+{
+    sn_dlsym_fn f = sn_get_real_dlsym();
+    return f ? f(handle, name) : NULL;
+}
+
+/* ---- redirection ------------------------------------------------------------------ */
+
+SN_UNINSTRUMENTED static int sn_is_driver_name(const char *name)
+{
+    return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
+}
+
+static int sn_driver_hook_id(const char *name)
+{
+    if (!sn_is_driver_name(name))
+        return -1;
+    int id = sn_hook_find(name);
+    if (id < 0 || sn_hook_lib(id) != SN_LIB_CUDA || !sn_hook_wrapper(id))
+        return -1;
+    return id;
+}
+
+/* The driver's handle, as the program or runtime opened it. */
+static void *sn_libcuda_handle;
+
+/* dlsym for a driver name libsn wraps: look up the real one, remember it,
+ * answer with the wrapper. */
+__attribute__((visibility("hidden"))) void *sn_dlsym_driver(void *handle, const char *name)
+{
+    void *real = sn_real_dlsym(handle, name);
+    if (!real || sn_is_own_address(real))
+        return real;
+    int id = sn_driver_hook_id(name);
+    if (id < 0)
+        return real;
+    void *expected = NULL;
+    __atomic_compare_exchange_n(&sn_real_slot[id], &expected, real, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+    if (handle != RTLD_NEXT && handle != RTLD_DEFAULT)
+        __atomic_store_n(&sn_libcuda_handle, handle, __ATOMIC_RELEASE);
+    sn_debug("dlsym(%s): answering with libsn's wrapper", name);
+    return sn_hook_wrapper(id);
+}
+
+/* Chooses who answers dlsym(handle, name): returns the function to jump to. */
+SN_UNINSTRUMENTED __attribute__((visibility("hidden"))) void *sn_dlsym_route(void *handle, const char *name)
+{
+    (void)handle;
+    if (sn_is_driver_name(name) && sn_driver_hook_id(name) >= 0)
+        return (void *)sn_dlsym_driver;
+    return (void *)sn_get_real_dlsym();
+}
+
+#if defined(__x86_64__)
+/* void *dlsym(void *handle, const char *name): preserve the arguments across
+ * the routing call, keep the stack 16-byte aligned, then tail-jump. */
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        ".cfi_startproc\n"
+        "    pushq %rdi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "    pushq %rsi\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "    subq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "    call sn_dlsym_route\n"
+        "    addq $8, %rsp\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "    popq %rsi\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "    popq %rdi\n"
+        ".cfi_adjust_cfa_offset -8\n"
+        "    jmp *%rax\n"
+        ".cfi_endproc\n"
+        ".size dlsym, .-dlsym\n");
+#else
+#error "libsn's dlsym trampoline is written for x86-64"
+#endif
+
+/* ---- cuGetProcAddress -------------------------------------------------------------- */
+
+/* Makes sure the real address of every wrapped driver function is known,
+ * looked up in the library that provides gpa_real. */
+static void sn_driver_resolve(void *gpa_real)
+{
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
+        return;
+    void *lib = __atomic_load_n(&sn_libcuda_handle, __ATOMIC_ACQUIRE);
+    void *opened = NULL;
+    if (!lib) {
+        Dl_info info;
+        if (gpa_real && dladdr(gpa_real, &info) && info.dli_fname)
+            lib = opened = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    for (int id = 0; id < SN_HOOK_COUNT; id++) {
+        if (sn_hook_lib(id) != SN_LIB_CUDA || __atomic_load_n(&sn_real_slot[id], __ATOMIC_ACQUIRE))
+            continue;
+        void *p = lib ? sn_real_dlsym(lib, sn_hook_name(id)) : NULL;
+        if (p && !sn_is_own_address(p)) {
+            void *expected = NULL;
+            __atomic_compare_exchange_n(&sn_real_slot[id], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE);
+        }
+    }
+    if (opened)
+        dlclose(opened);
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
+
+/* The wrapper standing for the real driver function fn, or fn itself. */
+static void *sn_driver_substitute(void *fn)
+{
+    if (!fn)
+        return fn;
+    for (int id = 0; id < SN_HOOK_COUNT; id++) {
+        if (sn_hook_lib(id) != SN_LIB_CUDA || !sn_hook_wrapper(id))
+            continue;
+        if (__atomic_load_n(&sn_real_slot[id], __ATOMIC_ACQUIRE) == fn)
+            return sn_hook_wrapper(id);
+    }
+    return fn;
+}
+
+SN_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                       cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    sn_real_cuGetProcAddress_v2_fn real = SN_REAL(cuGetProcAddress_v2);
+    if (!real)
+        return SN_MISSING(CUDA, cuGetProcAddress_v2);
+    CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn && *pfn) {
+        sn_driver_resolve((void *)real);
+        *pfn = sn_driver_substitute(*pfn);
+    }
+    return rc;
+}
+
+SN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    sn_real_cuGetProcAddress_fn real = SN_REAL(cuGetProcAddress);
+    if (!real)
+        return SN_MISSING(CUDA, cuGetProcAddress);
+    CUresult rc = real(symbol, pfn, cudaVersion, flags);
+    if (rc == CUDA_SUCCESS && pfn && *pfn) {
+        sn_driver_resolve((void *)real);
+        *pfn = sn_driver_substitute(*pfn);
+    }
+    return rc;
+}
+
+/* ---- allocation entry points -------------------------------------------------------- */
+
+/* Who an allocation made now belongs to; SN_OWNER_NONE: not libsn's to
+ * record (libsn off, or the runtime wrapper records it). Sets *entered when
+ * the caller must sn_leave() afterwards. */
+static int sn_driver_owner(int *entered)
+{
+    *entered = 0;
+    sn_thread_state *t = &sn_thread;
+    if (t->depth) {
+        switch (t->lib) {
+        case SN_LIB_CUDNN: return SN_OWNER_CUDNN;
+        case SN_LIB_CUBLAS: return SN_OWNER_CUBLAS;
+        default: return SN_OWNER_NONE;
+        }
+    }
+    if (!sn_enter(SN_LIB_CUDA))
+        return SN_OWNER_NONE;
+    *entered = 1;
+    return SN_OWNER_DRIVER;
+}
+
+#define SN_DRIVER_ALLOC(name, args, dptr, bytes, kind)                          \
+    sn_real_##name##_fn real = SN_REAL(name);                                  \
+    if (!real)                                                                 \
+        return SN_MISSING(CUDA, name);                                         \
+    int entered;                                                               \
+    int owner = sn_driver_owner(&entered);                                     \
+    CUresult rc = real args;                                                   \
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && (dptr))                \
+        sn_core_note_alloc((void *)(uintptr_t)*(dptr), (bytes), (kind), owner, \
+                           sn_current_device());                              \
+    if (entered)                                                               \
+        sn_leave();                                                            \
+    return rc;
+
+#define SN_DRIVER_FREE(name, args, ptr)                                        \
+    sn_real_##name##_fn real = SN_REAL(name);                                  \
+    if (!real)                                                                 \
+        return SN_MISSING(CUDA, name);                                         \
+    int entered;                                                               \
+    int owner = sn_driver_owner(&entered);                                     \
+    CUresult rc = real args;                                                   \
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)                          \
+        sn_core_note_free((void *)(uintptr_t)(ptr), SN_KIND_ANY_DEVICE);       \
+    if (entered)                                                               \
+        sn_leave();                                                            \
+    return rc;
+
+SN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    SN_DRIVER_ALLOC(cuMemAlloc_v2, (dptr, bytesize), dptr, bytesize, SN_KIND_DEVICE)
+}
+
+SN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                      size_t Height, unsigned int ElementSizeBytes)
+{
+    SN_DRIVER_ALLOC(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), dptr,
+                    (pPitch ? *pPitch : WidthInBytes) * Height, SN_KIND_DEVICE)
+}
+
+SN_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    SN_DRIVER_ALLOC(cuMemAllocManaged, (dptr, bytesize, flags), dptr, bytesize, SN_KIND_MANAGED)
+}
+
+SN_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SN_DRIVER_ALLOC(cuMemAllocAsync, (dptr, bytesize, hStream), dptr, bytesize, SN_KIND_DEVICE)
+}
+
+SN_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SN_DRIVER_ALLOC(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream), dptr, bytesize, SN_KIND_DEVICE)
+}
+
+SN_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    SN_DRIVER_FREE(cuMemFree_v2, (dptr), dptr)
+}
+
+SN_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    SN_DRIVER_FREE(cuMemFreeAsync, (dptr, hStream), dptr)
+}
+
+SN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    SN_DRIVER_FREE(cuMemFreeAsync_ptsz, (dptr, hStream), dptr)
+}
+
+/* ---- virtual memory management: physical handles and mappings --------------------- */
+
+SN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                               const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    sn_real_cuMemCreate_fn real = SN_REAL(cuMemCreate);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemCreate);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(handle, size, prop, flags);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && handle)
+        sn_core_note_physical(*handle, size, owner,
+                              prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                                  ? prop->location.id
+                                  : sn_current_device());
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    sn_real_cuMemRelease_fn real = SN_REAL(cuMemRelease);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemRelease);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(handle);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
+        sn_core_note_physical_release(handle);
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    sn_real_cuMemMap_fn real = SN_REAL(cuMemMap);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemMap);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(ptr, size, offset, handle, flags);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
+        sn_core_note_alloc((void *)(uintptr_t)ptr, size, SN_KIND_MAPPING, owner, sn_current_device());
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    sn_real_cuMemUnmap_fn real = SN_REAL(cuMemUnmap);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemUnmap);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(ptr, size);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
+        sn_core_note_unmap((void *)(uintptr_t)ptr, size);
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                       CUdeviceptr addr, unsigned long long flags)
+{
+    sn_real_cuMemAddressReserve_fn real = SN_REAL(cuMemAddressReserve);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemAddressReserve);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(ptr, size, alignment, addr, flags);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && ptr)
+        sn_core_note_reserve((void *)(uintptr_t)*ptr, size, owner);
+    if (entered)
+        sn_leave();
+    return rc;
+}
+
+SN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    sn_real_cuMemAddressFree_fn real = SN_REAL(cuMemAddressFree);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemAddressFree);
+    int entered;
+    int owner = sn_driver_owner(&entered);
+    CUresult rc = real(ptr, size);
+    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
+        sn_core_note_reserve_free((void *)(uintptr_t)ptr);
+    if (entered)
+        sn_leave();
+    return rc;
+}

@@ -1,0 +1,53 @@
+# shim/ — build/libsn.so, the preloaded interposer with its tracer, and the
+# tests of both. libsn.so links against no CUDA library: it finds the real
+# functions at run time (-z defs proves no CUDA symbol is needed at link).
+
+TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_model.c \
+              tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
+LIBSN_SRC := shim/sn_log.c shim/sn_options.c shim/sn_resolve.c shim/sn_init.c \
+             shim/sn_registry.c shim/sn_extent.c shim/sn_describe.c shim/sn_core.c \
+             shim/hooks_plain.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
+             shim/hooks_cublas.c \
+             $(TRACER_SRC)
+LIBSN_OBJ := $(LIBSN_SRC:%.c=$(BUILD)/%.o)
+
+# Only the wrappers (marked SN_EXPORT) and dlsym leave the library.
+$(LIBSN_OBJ): CFLAGS += -fvisibility=hidden
+
+$(BUILD)/libsn.so: $(LIBSN_OBJ)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libsn.so -Wl,-Bsymbolic-functions -Wl,-z,defs \
+	    $(LDFLAGS) -lunwind -ldl -lpthread -lm
+
+ALL_TARGETS += $(BUILD)/libsn.so
+
+# ---- tests --------------------------------------------------------------------
+
+$(BUILD)/tests/test_sn_passthrough: $(BUILD)/tests/test_sn_passthrough.o $(ALL_TARGETS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
+
+TEST_BINS += $(BUILD)/tests/test_sn_passthrough
+TEST_SCRIPTS += tests/test_sn_preload.sh
+
+$(BUILD)/tests/test_sn_options: $(BUILD)/tests/test_sn_options.o $(BUILD)/shim/sn_options.o $(BUILD)/shim/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
+
+TEST_BINS += $(BUILD)/tests/test_sn_options
+
+$(BUILD)/tests/test_sn_registry: $(BUILD)/tests/test_sn_registry.o $(BUILD)/shim/sn_registry.o $(BUILD)/shim/sn_extent.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+
+TEST_BINS += $(BUILD)/tests/test_sn_registry
+TEST_SCRIPTS += tests/test_sn_trainer.sh
+
+$(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
+
+TEST_BINS += $(BUILD)/tests/test_sn_tracer
+TEST_SCRIPTS += tests/test_sn_outputs.sh
+
+# ---- overhead benchmark (make bench) ------------------------------------------------
+
+$(BUILD)/sn_overhead: $(BUILD)/shim/sn_overhead.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
+
+BENCH_TARGETS += $(BUILD)/sn_overhead

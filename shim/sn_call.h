@@ -1,0 +1,142 @@
+/*
+ * sn_call.h — an intercepted call described as what it does to device
+ * memory: the ranges it reads and writes, the stream it runs on, its shapes
+ * and parameters. Wrappers fill one on the stack; the tracer (and later the
+ * memory manager) consume it. Extents are exact where the library's
+ * arguments say them (cuDNN descriptors, cuBLAS dimensions and leading
+ * dimensions, memcpy/memset sizes) and conservative for kernels.
+ */
+#ifndef SN_CALL_H
+#define SN_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a call touches a range. */
+enum sn_access_mode {
+    SN_READ = 1,
+    SN_WRITE = 2,
+    SN_OVERWRITE = 4,  /* writes every byte of the range without reading it */
+    SN_SCRATCH = 8,    /* workspace: contents meaningless before and after */
+};
+
+enum sn_op {
+#define SN_OP(id, name, phase, layer) SN_OP_##id,
+#include "tracer/sn_ops.def"
+#undef SN_OP
+    SN_OP_COUNT
+};
+
+typedef struct sn_range {
+    uintptr_t addr;
+    uint64_t bytes;
+    unsigned mode;
+} sn_range;
+
+#define SN_SHAPE_MAX_DIMS 5
+typedef struct sn_shape {
+    int nd;
+    int dim[SN_SHAPE_MAX_DIMS];
+} sn_shape;
+
+/* Flags of a call. */
+enum sn_call_flags {
+    SN_CALL_OPAQUE = 1,     /* libsn cannot see what it touches */
+    SN_CALL_HOST_SYNC = 2,  /* the host waits for it (synchronous copy) */
+};
+
+#define SN_CALL_MAX_RANGES 24
+#define SN_CALL_MAX_SHAPES 4
+
+typedef struct sn_call {
+    int hook;                /* SN_HOOK_ID_* of the wrapper */
+    int op;                  /* enum sn_op */
+    int dev;                 /* device the call runs on */
+    void *stream;            /* cudaStream_t it is ordered on */
+    unsigned flags;
+    int nranges;
+    sn_range range[SN_CALL_MAX_RANGES];
+    int nshapes;
+    sn_shape shape[SN_CALL_MAX_SHAPES];
+    uint64_t params;         /* hash of the parameters that are not shapes */
+    uint64_t shape_hash;     /* hash of the shapes, built by sn_call_shape */
+    int algo;                /* convolution algorithm, -1 if none */
+    uint64_t workspace;      /* workspace bytes given to the call */
+    double flops;            /* arithmetic, when known (for reports) */
+} sn_call;
+
+/* One step of the hashes of parameters and signatures: cheap (a multiply
+ * and a shift per value, on every intercepted call) and well mixed. */
+static inline uint64_t sn_hash_mix(uint64_t h, uint64_t v)
+{
+    h = (h ^ v ^ 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 31);
+}
+
+static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *stream)
+{
+    c->hook = hook;
+    c->op = op;
+    c->dev = dev;
+    c->stream = stream;
+    c->flags = 0;
+    c->nranges = 0;
+    c->nshapes = 0;
+    c->params = 0;
+    c->shape_hash = 0;
+    c->algo = -1;
+    c->workspace = 0;
+    c->flops = 0;
+}
+
+/* Adds a range; empty ranges and NULL pointers are ignored. */
+static inline void sn_call_range(sn_call *c, const void *p, uint64_t bytes, unsigned mode)
+{
+    if (!p || !bytes || c->nranges >= SN_CALL_MAX_RANGES)
+        return;
+    sn_range *r = &c->range[c->nranges++];
+    r->addr = (uintptr_t)p;
+    r->bytes = bytes;
+    r->mode = mode;
+}
+
+/* Adds a shape; hash is the shape's own hash when the caller has it
+ * already (descriptors cache theirs), 0 to compute it here. */
+static inline void sn_call_shape_hashed(sn_call *c, int nd, const int *dim, uint64_t hash)
+{
+    if (nd > SN_SHAPE_MAX_DIMS)
+        nd = SN_SHAPE_MAX_DIMS;
+    if (nd < 0)
+        nd = 0;
+    if (!hash) {
+        hash = (uint64_t)nd + 1;
+        for (int i = 0; i < nd; i++)
+            hash = sn_hash_mix(hash, (uint64_t)(unsigned)dim[i]);
+    }
+    c->shape_hash = sn_hash_mix(c->shape_hash, hash);
+    if (c->nshapes >= SN_CALL_MAX_SHAPES)
+        return;
+    sn_shape *s = &c->shape[c->nshapes++];
+    s->nd = nd;
+    for (int i = 0; i < nd; i++)
+        s->dim[i] = dim[i];
+}
+
+static inline void sn_call_shape(sn_call *c, int nd, const int *dim)
+{
+    sn_call_shape_hashed(c, nd, dim, 0);
+}
+
+/* ---- pure extent arithmetic (unit-tested without CUDA) ------------------- */
+
+/* Bytes spanned by a strided tensor: (sum (dim_i - 1) * stride_i + 1) * elem.
+ * 0 if any dimension is 0 or the arguments are invalid. */
+uint64_t sn_extent_strided(int nd, const int *dim, const int *stride, unsigned elem_bytes);
+/* 1 if the strided tensor covers its extent with no gaps (every byte written). */
+int sn_extent_is_dense(int nd, const int *dim, const int *stride);
+/* Bytes spanned by a column-major rows x cols matrix with leading dimension ld. */
+uint64_t sn_extent_matrix(long rows, long cols, long ld, unsigned elem_bytes);
+/* Bytes spanned by a vector of n elements with increment inc. */
+uint64_t sn_extent_vector(long n, long inc, unsigned elem_bytes);
+
+#endif

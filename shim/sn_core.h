@@ -1,0 +1,81 @@
+/*
+ * sn_core.h — what the wrappers hand to libsn: allocations, frees, calls
+ * described as device ranges (sn_call.h) and synchronisation points.
+ *
+ * The core owns the allocation registry and, per device, the tracer that
+ * records the call log; it resolves each range to the allocations it falls
+ * in, measures each step with events on the call's own stream, and at exit
+ * writes the reports. Everything here runs with the wrapper's re-entry guard
+ * held, so work libsn itself does through the real CUDA functions is never
+ * intercepted as the framework's.
+ */
+#ifndef SN_CORE_H
+#define SN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim/sn_call.h"
+#include "shim/sn_registry.h"
+
+/* Initialisation of the core (from sn_init_slow, mode != off). */
+void sn_core_init(void);
+
+/* A successful allocation of size bytes at p (kind: enum sn_alloc_kind). */
+void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev);
+/* A successful free of p. Returns 1 if p was a known allocation of a kind in
+ * kinds. */
+int sn_core_note_free(void *p, int kinds);
+/* 1 if p is the base of a known allocation of a kind in kinds. */
+int sn_core_is_known(const void *p, int kinds);
+/* VMM: physical handles, mappings and reservations (accounting). */
+void sn_core_note_physical(uint64_t handle, uint64_t size, int owner, int dev);
+void sn_core_note_physical_release(uint64_t handle);
+void sn_core_note_unmap(void *p, uint64_t size);
+void sn_core_note_reserve(void *p, uint64_t size, int owner);
+void sn_core_note_reserve_free(void *p);
+
+/* Kind of a pointer for copies: SN_KIND_HOST for pinned host memory,
+ * SN_KIND_DEVICE/MANAGED/MAPPING for device memory, 0 for memory libsn does
+ * not know (pageable host memory, or a device pointer it never saw). */
+int sn_core_pointer_kind(const void *p);
+
+/* Adds the ranges a kernel launch may touch: every pointer-sized word of its
+ * arguments (layout from cudaFuncGetParamInfo, cached per function) that
+ * points into a known device allocation makes that whole allocation read
+ * and written. Marks the call opaque when the layout is unknown. */
+void sn_core_describe_kernel(sn_call *c, const void *func, void **args);
+
+/* A step (or transfer) is about to be forwarded / has returned. The token
+ * links the two; ok is 0 when the real call failed (the step is dropped). */
+typedef struct sn_step_token {
+    int dev;
+    int64_t index;     /* position in the device's call log, -1 if not recorded */
+    int timed;         /* start was recorded; stop is recorded at the end */
+    void *start, *stop;
+} sn_step_token;
+void sn_core_call_begin(sn_call *c, sn_step_token *t);
+void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
+
+/* The host has waited for stream (or, all_streams, the whole device):
+ * timings of steps recorded there can be read without blocking. */
+void sn_core_host_synced(int dev, void *stream, int all_streams);
+
+/* Streams created non-blocking (flag 1) do not synchronise with the legacy
+ * default stream; flag -1: the stream was destroyed. */
+void sn_core_note_stream(void *stream, int flag);
+/* The framework recorded event on stream; cudaEventSynchronize(event)
+ * later means that stream has caught up. */
+void sn_core_note_event(void *event, void *stream);
+void sn_core_event_synced(int dev, void *event);
+
+/* The device was reset: everything libsn knew of it is gone. */
+void sn_core_device_reset(int dev);
+
+/* Writes the end-of-run outputs (report, timeline, plot) once: from an
+ * exit handler while CUDA still works, or, if that never ran, when libsn is
+ * unloaded (then without reading pending timings). */
+void sn_core_finish(void);
+void sn_core_finish_unloading(void);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+ * sn_hooks.h — what hooks.def generates, and the protocol every wrapper
+ * follows.
+ *
+ * For each entry of hooks.def: an id (SN_HOOK_ID_name), the type of the real
+ * function (sn_real_name_fn), a slot holding its address once resolved, and
+ * for intercepted entries the exported wrapper's prototype. SN_REAL(name)
+ * yields the typed real function (resolving it late if it was not available
+ * at initialisation; NULL if it does not exist).
+ *
+ * Wrapper protocol:
+ *     sn_real_X_fn real = SN_REAL(X);
+ *     if (!real) return SN_MISSING(LIB, X);       // never call ourselves
+ *     if (!sn_enter(SN_LIB_LIB)) return real(args);  // pass straight through
+ *     ... describe the call, forward it, record the result ...
+ *     sn_leave();
+ * sn_enter() initialises libsn on first use, and refuses (pass-through) when
+ * libsn is off, while it is initialising, and when the thread is already
+ * inside a hooked call: work a hooked library does on the framework's behalf
+ * (cuDNN allocating through the driver) is not the framework's own.
+ */
+#ifndef SN_HOOKS_H
+#define SN_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <cublas_v2.h>
+
+/* cuda.h maps the old name to the _v2 one; libsn must define both. */
+#undef cuGetProcAddress
+
+/* The libraries a hook belongs to. */
+enum sn_lib { SN_LIB_NONE = 0, SN_LIB_CUDART, SN_LIB_CUDNN, SN_LIB_CUBLAS, SN_LIB_CUDA, SN_LIB_COUNT };
+
+enum sn_hook_id {
+#define SN_HOOK(lib, ret, name, params, args) SN_HOOK_ID_##name,
+#define SN_REAL_ONLY(lib, ret, name, params, args) SN_HOOK_ID_##name,
+#include "shim/hooks.def"
+    SN_HOOK_COUNT
+};
+
+#define SN_HOOK(lib, ret, name, params, args) typedef ret (*sn_real_##name##_fn) params;
+#define SN_REAL_ONLY(lib, ret, name, params, args) typedef ret (*sn_real_##name##_fn) params;
+#include "shim/hooks.def"
+
+#define SN_EXPORT __attribute__((visibility("default")))
+#define SN_HOOK(lib, ret, name, params, args) SN_EXPORT ret name params;
+#include "shim/hooks.def"
+
+/* ---- real functions ------------------------------------------------------- */
+
+extern void *sn_real_slot[SN_HOOK_COUNT];
+
+/* Resolves hook id now; NULL if no library provides it (or only libsn). */
+void *sn_resolve_late(int id);
+
+static inline void *sn_real_get(int id)
+{
+    void *p = __atomic_load_n(&sn_real_slot[id], __ATOMIC_ACQUIRE);
+    return __builtin_expect(p != NULL, 1) ? p : sn_resolve_late(id);
+}
+
+#define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
+
+/* Status returned when the real function does not exist (warned once). */
+cudaError_t sn_missing_CUDART(int id);
+cudnnStatus_t sn_missing_CUDNN(int id);
+cublasStatus_t sn_missing_CUBLAS(int id);
+CUresult sn_missing_CUDA(int id);
+#define SN_MISSING(lib, name) sn_missing_##lib(SN_HOOK_ID_##name)
+
+/* Name, library and wrapper of a hook id (wrapper NULL for SN_REAL_ONLY). */
+const char *sn_hook_name(int id);
+int sn_hook_lib(int id);
+void *sn_hook_wrapper(int id);
+/* Hook id of an exact exported name, or -1. */
+int sn_hook_find(const char *name);
+/* Resolves every hook (at initialisation). Returns how many were found. */
+int sn_resolve_all(void);
+/* 1 if p lies inside libsn itself. */
+int sn_is_own_address(const void *p);
+
+/* The real dlsym/dlopen, never the interposed ones. */
+void *sn_real_dlsym(void *handle, const char *name);
+
+/* ---- per-thread state and the entry protocol ------------------------------ */
+
+typedef struct sn_thread_state {
+    int depth;     /* 1 while inside a hooked call being handled by libsn */
+    int lib;       /* the library of that call (enum sn_lib) */
+    int device;    /* current device, as cudaSetDevice left it */
+    int initialising;
+} sn_thread_state;
+
+extern __thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
+
+enum sn_init_state { SN_UNINIT = 0, SN_INITIALISING = 1, SN_READY = 2 };
+extern int sn_init_state;
+/* Nonzero once initialised with a mode other than off. */
+extern int sn_active;
+
+/* Slow path of sn_enter: initialises libsn (once, thread-safely). Returns 1
+ * when libsn is ready, 0 when the caller must pass through. */
+int sn_init_slow(void);
+
+static inline int sn_ready(void)
+{
+    if (__builtin_expect(__atomic_load_n(&sn_init_state, __ATOMIC_ACQUIRE) == SN_READY, 1))
+        return 1;
+    return sn_init_slow();
+}
+
+static inline int sn_enter(int lib)
+{
+    sn_thread_state *t = &sn_thread;
+    if (t->depth)
+        return 0;
+    if (!sn_ready() || !sn_active)
+        return 0;
+    t->depth = 1;
+    t->lib = lib;
+    return 1;
+}
+
+static inline void sn_leave(void)
+{
+    sn_thread.depth = 0;
+}
+
+/* Current device of the calling thread. */
+static inline int sn_current_device(void)
+{
+    return sn_thread.device;
+}
+
+#define SN_MAX_DEVICES 16
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * sn_init.c — libsn's lifecycle: per-thread state, lazy thread-safe
+ * initialisation on the first intercepted call, and the load-time reading
+ * of the SN_* options (so that SN_HELP and malformed values are reported
+ * even by a program that never reaches CUDA).
+ *
+ * Initialisation resolves the real functions and sets up the core; it calls
+ * no CUDA function, so it cannot recurse into a wrapper. A thread arriving
+ * while another initialises waits; the initialising thread itself passes
+ * straight through.
+ */
+#include "shim/sn_hooks.h"
+
+#include <sched.h>
+
+#include "shim/sn_core.h"
+#include "shim/sn_log.h"
+#include "shim/sn_options.h"
+
+__thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
+int sn_init_state;
+int sn_active;
+
+int sn_init_slow(void)
+{
+    int s = __atomic_load_n(&sn_init_state, __ATOMIC_ACQUIRE);
+    if (s == SN_READY)
+        return 1;
+    if (sn_thread.initialising)
+        return 0;
+    int expected = SN_UNINIT;
+    if (__atomic_compare_exchange_n(&sn_init_state, &expected, SN_INITIALISING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        sn_thread.initialising = 1;
+        sn_options_load();
+        int found = sn_resolve_all();
+        sn_debug("resolved %d of %d real functions", found, SN_HOOK_COUNT);
+        if (sn_opt.mode != SN_MODE_OFF) {
+            sn_core_init();
+            __atomic_store_n(&sn_active, 1, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&sn_init_state, SN_READY, __ATOMIC_RELEASE);
+        sn_thread.initialising = 0;
+        return 1;
+    }
+    while (__atomic_load_n(&sn_init_state, __ATOMIC_ACQUIRE) != SN_READY)
+        sched_yield();
+    return 1;
+}
+
+__attribute__((constructor)) static void sn_on_load(void)
+{
+    sn_options_load();
+}
+
+__attribute__((destructor)) static void sn_on_unload(void)
+{
+    if (__atomic_load_n(&sn_active, __ATOMIC_ACQUIRE))
+        sn_core_finish_unloading();
+}

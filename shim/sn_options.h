@@ -1,0 +1,90 @@
+/*
+ * sn_options.h — libsn's configuration, read once from the SN_* variables
+ * listed in sn_options.def.
+ *
+ * Parsing is a pure function of a lookup callback so that tests can feed it
+ * any environment; sn_options_load() applies it to the process environment,
+ * reports each malformed value once (with the accepted forms and the default
+ * used) and honours SN_STRICT and SN_HELP.
+ */
+#ifndef SN_OPTIONS_H
+#define SN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SN_OPT_PATH_MAX 1024
+
+enum sn_mode { SN_MODE_OFF = 0, SN_MODE_TRACE = 1, SN_MODE_MANAGE = 2 };
+enum sn_policy {
+    SN_POLICY_AUTO, SN_POLICY_LRU, SN_POLICY_VDNN_ALL, SN_POLICY_VDNN_CONV, SN_POLICY_VDNN_DYN,
+    SN_POLICY_SUPERNEURONS, SN_POLICY_MODNN, SN_POLICY_POOCH, SN_POLICY_DYMEM
+};
+enum sn_workspace_choice { SN_WORKSPACE_AUTO, SN_WORKSPACE_KEEP, SN_WORKSPACE_MIN };
+
+/* SN_BUDGET: free memory, an absolute byte count, or a share of the device. */
+enum sn_size_kind { SN_SIZE_FREE = 0, SN_SIZE_BYTES = 1, SN_SIZE_PERCENT = 2 };
+typedef struct sn_size_opt {
+    int kind;
+    uint64_t bytes;     /* SN_SIZE_BYTES */
+    double percent;     /* SN_SIZE_PERCENT, in (0, 100] */
+} sn_size_opt;
+
+/* OUTPUT: stderr, off, a path, or "auto" (decided by the mode). */
+enum sn_output_kind { SN_OUT_AUTO = 0, SN_OUT_OFF = 1, SN_OUT_STDERR = 2, SN_OUT_PATH = 3 };
+typedef struct sn_output_opt {
+    int kind;
+    char path[SN_OPT_PATH_MAX];
+} sn_output_opt;
+
+typedef int sn_opt_ENUM;
+typedef int sn_opt_BOOL;
+typedef long sn_opt_INT;
+typedef sn_size_opt sn_opt_SIZE;
+typedef sn_output_opt sn_opt_OUTPUT;
+typedef sn_output_opt sn_opt_PATH;
+
+typedef struct sn_options {
+#define SN_OPTION(field, var, type, def, accepted, lo, hi, help) sn_opt_##type field;
+#include "shim/sn_options.def"
+#undef SN_OPTION
+} sn_options;
+
+/* One malformed value found while parsing. */
+typedef struct sn_option_problem {
+    const char *variable;
+    const char *accepted;
+    const char *default_text;
+    char value[128];
+} sn_option_problem;
+
+typedef const char *(*sn_option_lookup)(const char *variable, void *ctx);
+
+/* Fills o from lookup (NULL or "" means unset). Malformed values are
+ * replaced by the default and listed in problems (up to max_problems).
+ * Returns the number of malformed values. */
+int sn_options_parse(sn_options *o, sn_option_lookup lookup, void *ctx,
+                     sn_option_problem *problems, int max_problems);
+
+/* The process-wide options, valid after sn_options_load(). */
+extern sn_options sn_opt;
+
+/* Parses the environment into sn_opt once (later calls do nothing), warns
+ * about malformed values, prints the table if SN_HELP=1, exits with status 2
+ * on a malformed value if SN_STRICT=1. Safe to call from a constructor. */
+void sn_options_load(void);
+
+/* Writes the option table (name, accepted values, default, meaning) to fd 2. */
+void sn_options_print_help(void);
+
+/* Writes the option table as a Markdown table to fd (used by the docs). */
+void sn_options_write_markdown(int fd);
+
+/* Choice names of an ENUM option value, e.g. sn_option_choice("SN_MODE", 1)
+ * is "trace"; NULL if out of range. */
+const char *sn_option_choice(const char *variable, int index);
+
+/* Parses "12G", "512M", "100000", "1.5G", "80%", "free". Returns 0 on success. */
+int sn_parse_size(const char *text, sn_size_opt *out);
+
+#endif

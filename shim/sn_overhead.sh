@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# sn_overhead.sh — instructions libsn adds to one intercepted call, measured
+# with callgrind on the simulated device. For each kind of call the program
+# sn_overhead makes it N1 and N2 times, without libsn and under LD_PRELOAD in
+# SN_MODE=off (pass-through) and SN_MODE=trace; the added instructions per
+# call are ((I_libsn(N2) - I_libsn(N1)) - (I_plain(N2) - I_plain(N1))) / (N2 - N1),
+# which cancels start-up and initialisation. Writes the table to
+# bench/results/libsn_overhead.md (or $1).
+set -eu
+BUILD=${BUILD:-build}
+out=${1:-bench/results/libsn_overhead.md}
+export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SIMGPU_COMPUTE=0
+# valgrind cannot reserve the address space of a full-size simulated device
+export SIMGPU_MEM=1G
+bin="$PWD/$BUILD/sn_overhead"
+lib="$PWD/$BUILD/libsn.so"
+N1=1000
+N2=3000
+command -v valgrind >/dev/null || { echo "sn_overhead.sh: valgrind is not installed" >&2; exit 1; }
+
+ir() { # mode call n [warm]
+    local mode=$1 call=$2 n=$3 warm=${4:-} pre=""
+    [ "$mode" != plain ] && pre="$lib"
+    local log
+    if ! log=$(SN_MODE=${mode/plain/off} SN_REPORT=off LD_PRELOAD=$pre \
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$call" "$n" $warm 2>&1); then
+        echo "sn_overhead.sh: $call ($mode, $n calls) failed:" >&2
+        echo "$log" | grep -v '^==' >&2
+        exit 1
+    fi
+    echo "$log" | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+
+{
+    echo "# libsn: instructions added per intercepted call"
+    echo
+    echo "Measured with callgrind (valgrind $(valgrind --version | sed 's/valgrind-//')) on the simulated"
+    echo "device (SIMGPU_COMPUTE=0), $(date -u +%Y-%m-%d), by shim/sn_overhead.sh: the marginal"
+    echo "instructions of one more call with libsn preloaded, minus the same without libsn"
+    echo "(calls $N1 and $N2 times; start-up and initialisation cancel out)."
+    echo "Goals: pass-through <= 150, trace mode <= 1500."
+    echo
+    echo "Trace mode has two regimes. While it profiles (until the training iteration"
+    echo "has repeated SN_PROFILE_ITERS + 1 times) every step is also timed with two"
+    echo "events on its stream; the simulated runtime's cudaEventRecord and"
+    echo "cudaEventElapsedTime cost about 600 instructions each, so that column is"
+    echo "dominated by them. After the profile (\"steady\": the program first runs a"
+    echo "short training loop) libsn only describes and records each call."
+    echo
+    echo "| call | without libsn | SN_MODE=off (added) | trace, steady (added) | trace, profiling (added) |"
+    echo "|---|---:|---:|---:|---:|"
+} >"$out.tmp"
+for call in memset saxpy sgemm addtensor conv launch malloc; do
+    declare -A per
+    for mode in plain off trace steady; do
+        m=$mode warm=""
+        [ $mode = steady ] && m=trace warm=warm
+        a=$(ir $m $call $N1 $warm)
+        b=$(ir $m $call $N2 $warm)
+        per[$mode]=$(( (b - a) / (N2 - N1) ))
+    done
+    off=$(( per[off] - per[plain] ))
+    trace=$(( per[trace] - per[plain] ))
+    steady=$(( per[steady] - per[plain] ))
+    desc=$call
+    case $call in
+    memset) desc="cudaMemsetAsync" ;;
+    saxpy) desc="cublasSaxpy" ;;
+    sgemm) desc="cublasSgemm" ;;
+    addtensor) desc="cudnnAddTensor" ;;
+    conv) desc="cudnnConvolutionForward" ;;
+    launch) desc="cudaLaunchKernel (host kernel)" ;;
+    malloc) desc="cudaMalloc + cudaFree (2 calls)" ;;
+    esac
+    echo "| $desc | ${per[plain]} | $off | $steady | $trace |" >>"$out.tmp"
+    echo "$desc: plain ${per[plain]}, off +$off, steady +$steady, profiling +$trace" >&2
+done
+mv "$out.tmp" "$out"
+echo "sn_overhead.sh: wrote $out" >&2

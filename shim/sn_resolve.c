@@ -1,0 +1,147 @@
+/*
+ * sn_resolve.c — finding the real functions behind libsn's wrappers.
+ *
+ * Every entry of hooks.def is looked up with dlsym(RTLD_NEXT, name), i.e. in
+ * the objects loaded after libsn; if that fails (the library was dlopened
+ * privately, or is not loaded yet) the library is looked up by its SONAME
+ * without loading it. A lookup that lands inside libsn itself is refused:
+ * calling it would recurse. Entries missing at initialisation are retried
+ * when first called, so libraries loaded later are still found.
+ */
+#include "shim/sn_hooks.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim/sn_log.h"
+
+void *sn_real_slot[SN_HOOK_COUNT];
+
+typedef struct sn_hook_info {
+    const char *name;
+    int lib;
+    void *wrapper;
+} sn_hook_info;
+
+static const sn_hook_info sn_hook_table[SN_HOOK_COUNT] = {
+#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, (void *)name},
+#define SN_REAL_ONLY(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, NULL},
+#include "shim/hooks.def"
+};
+
+static const char *const sn_lib_soname[SN_LIB_COUNT] = {
+    [SN_LIB_CUDART] = "libcudart.so.13",
+    [SN_LIB_CUDNN] = "libcudnn.so.9",
+    [SN_LIB_CUBLAS] = "libcublas.so.13",
+    [SN_LIB_CUDA] = "libcuda.so.1",
+};
+
+const char *sn_hook_name(int id)
+{
+    return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_table[id].name : "?";
+}
+
+int sn_hook_lib(int id)
+{
+    return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_table[id].lib : SN_LIB_NONE;
+}
+
+void *sn_hook_wrapper(int id)
+{
+    return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_table[id].wrapper : NULL;
+}
+
+int sn_hook_find(const char *name)
+{
+    for (int i = 0; i < SN_HOOK_COUNT; i++)
+        if (strcmp(sn_hook_table[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int sn_is_own_address(const void *p)
+{
+    static void *own_base;
+    void *base = __atomic_load_n(&own_base, __ATOMIC_RELAXED);
+    if (!base) {
+        Dl_info self;
+        if (!dladdr((void *)sn_is_own_address, &self))
+            return 0;
+        base = self.dli_fbase;
+        __atomic_store_n(&own_base, base, __ATOMIC_RELAXED);
+    }
+    Dl_info info;
+    if (!p || !dladdr(p, &info))
+        return 0;
+    return info.dli_fbase == base;
+}
+
+static void *sn_lookup(int id)
+{
+    const sn_hook_info *h = &sn_hook_table[id];
+    void *p = sn_real_dlsym(RTLD_NEXT, h->name);
+    if (p && sn_is_own_address(p))
+        p = NULL;
+    if (!p && sn_lib_soname[h->lib]) {
+        void *lib = dlopen(sn_lib_soname[h->lib], RTLD_LAZY | RTLD_NOLOAD);
+        if (lib) {
+            p = sn_real_dlsym(lib, h->name);
+            if (p && sn_is_own_address(p))
+                p = NULL;
+            dlclose(lib);
+        }
+    }
+    return p;
+}
+
+void *sn_resolve_late(int id)
+{
+    void *p = sn_lookup(id);
+    if (p) {
+        void *expected = NULL;
+        if (!__atomic_compare_exchange_n(&sn_real_slot[id], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            p = expected;
+    }
+    return p;
+}
+
+int sn_resolve_all(void)
+{
+    int found = 0;
+    for (int id = 0; id < SN_HOOK_COUNT; id++)
+        if (__atomic_load_n(&sn_real_slot[id], __ATOMIC_ACQUIRE) || sn_resolve_late(id))
+            found++;
+    return found;
+}
+
+static void sn_warn_missing(int id)
+{
+    static unsigned char warned[SN_HOOK_COUNT];
+    if (!__atomic_exchange_n(&warned[id], 1, __ATOMIC_RELAXED))
+        sn_warn("%s: no library provides the real function; the call fails", sn_hook_name(id));
+}
+
+cudaError_t sn_missing_CUDART(int id)
+{
+    sn_warn_missing(id);
+    return cudaErrorNotSupported;
+}
+
+cudnnStatus_t sn_missing_CUDNN(int id)
+{
+    sn_warn_missing(id);
+    return CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t sn_missing_CUBLAS(int id)
+{
+    sn_warn_missing(id);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+CUresult sn_missing_CUDA(int id)
+{
+    sn_warn_missing(id);
+    return CUDA_ERROR_NOT_FOUND;
+}

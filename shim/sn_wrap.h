@@ -1,0 +1,32 @@
+/*
+ * sn_wrap.h — the common shape of a hand-written wrapper.
+ *
+ *   SN_PROLOGUE(LIB, name, (args))   real pointer, missing symbol, pass-through
+ *   SN_FORWARD_STEP(&call, status_type, success, (args))
+ *                                    records the call around the real one,
+ *                                    leaves the guard, returns its status
+ */
+#ifndef SN_WRAP_H
+#define SN_WRAP_H
+
+#include "shim/sn_core.h"
+#include "shim/sn_hooks.h"
+
+#define SN_PROLOGUE(lib, name, args)                                           \
+    sn_real_##name##_fn real = SN_REAL(name);                                  \
+    if (__builtin_expect(!real, 0))                                            \
+        return SN_MISSING(lib, name);                                          \
+    if (!sn_enter(SN_LIB_##lib))                                               \
+        return real args;
+
+#define SN_FORWARD_STEP(callp, type, success, args)                            \
+    do {                                                                       \
+        sn_step_token tok_;                                                    \
+        sn_core_call_begin((callp), &tok_);                                    \
+        type rc_ = real args;                                                  \
+        sn_core_call_end((callp), &tok_, rc_ == (success));                    \
+        sn_leave();                                                            \
+        return rc_;                                                            \
+    } while (0)
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * test_sn_options.c — the SN_* option table: defaults, every accepted form,
+ * malformed values (one problem each, default kept), size parsing, the help
+ * text, and the logging cap and prefix.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shim/sn_log.h"
+#include "shim/sn_options.h"
+
+typedef struct env_pair {
+    const char *name, *value;
+} env_pair;
+
+static const char *lookup(const char *name, void *ctx)
+{
+    for (const env_pair *p = ctx; p && p->name; p++)
+        if (strcmp(p->name, name) == 0)
+            return p->value;
+    return NULL;
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    sn_options o;
+    sn_option_problem probs[16];
+    assert_int_equal(sn_options_parse(&o, lookup, NULL, probs, 16), 0);
+    assert_int_equal(o.mode, SN_MODE_MANAGE);
+    assert_int_equal(o.budget.kind, SN_SIZE_FREE);
+    assert_int_equal(o.policy, SN_POLICY_AUTO);
+    assert_int_equal(o.workspace, SN_WORKSPACE_AUTO);
+    assert_int_equal(o.profile_iters, 2);
+    assert_int_equal(o.report.kind, SN_OUT_AUTO);
+    assert_int_equal(o.trace.kind, SN_OUT_OFF);
+    assert_int_equal(o.plot.kind, SN_OUT_OFF);
+    assert_int_equal(o.log, SN_LOG_WARN);
+    assert_int_equal(o.strict, 0);
+    assert_int_equal(o.help, 0);
+}
+
+static void test_valid_values(void **state)
+{
+    (void)state;
+    env_pair env[] = {{"SN_MODE", "TRACE"},         {"SN_BUDGET", "1.5G"},
+                      {"SN_POLICY", "vdnn-conv"},   {"SN_WORKSPACE", "min"},
+                      {"SN_PROFILE_ITERS", "5"},    {"SN_REPORT", "/tmp/r.json"},
+                      {"SN_TRACE", "t.json"},       {"SN_PLOT", "off"},
+                      {"SN_LOG", "debug"},          {"SN_STRICT", "yes"},
+                      {"SN_HELP", "0"},             {NULL, NULL}};
+    sn_options o;
+    sn_option_problem probs[16];
+    assert_int_equal(sn_options_parse(&o, lookup, env, probs, 16), 0);
+    assert_int_equal(o.mode, SN_MODE_TRACE);
+    assert_int_equal(o.budget.kind, SN_SIZE_BYTES);
+    assert_true(o.budget.bytes == (uint64_t)(1.5 * 1024 * 1024 * 1024));
+    assert_int_equal(o.policy, SN_POLICY_VDNN_CONV);
+    assert_int_equal(o.workspace, SN_WORKSPACE_MIN);
+    assert_int_equal(o.profile_iters, 5);
+    assert_int_equal(o.report.kind, SN_OUT_PATH);
+    assert_string_equal(o.report.path, "/tmp/r.json");
+    assert_int_equal(o.trace.kind, SN_OUT_PATH);
+    assert_int_equal(o.plot.kind, SN_OUT_OFF);
+    assert_int_equal(o.log, SN_LOG_DEBUG);
+    assert_int_equal(o.strict, 1);
+    assert_string_equal(sn_option_choice("SN_POLICY", o.policy), "vdnn-conv");
+    assert_null(sn_option_choice("SN_POLICY", 99));
+}
+
+static void test_malformed_values(void **state)
+{
+    (void)state;
+    env_pair env[] = {{"SN_MODE", "tracing"},     {"SN_BUDGET", "12Q"},
+                      {"SN_PROFILE_ITERS", "0"},  {"SN_LOG", ""},
+                      {"SN_STRICT", "maybe"},     {"SN_TRACE", "stderr"},
+                      {NULL, NULL}};
+    sn_options o;
+    sn_option_problem probs[16];
+    int bad = sn_options_parse(&o, lookup, env, probs, 16);
+    /* SN_LOG="" counts as unset, not as malformed. */
+    assert_int_equal(bad, 5);
+    assert_string_equal(probs[0].variable, "SN_MODE");
+    assert_string_equal(probs[0].value, "tracing");
+    assert_string_equal(probs[0].default_text, "manage");
+    assert_non_null(strstr(probs[0].accepted, "trace"));
+    assert_int_equal(o.mode, SN_MODE_MANAGE);
+    assert_int_equal(o.budget.kind, SN_SIZE_FREE);
+    assert_int_equal(o.profile_iters, 2);
+    assert_int_equal(o.log, SN_LOG_WARN);
+    assert_int_equal(o.strict, 0);
+    assert_int_equal(o.trace.kind, SN_OUT_OFF);
+}
+
+static void test_sizes(void **state)
+{
+    (void)state;
+    sn_size_opt s;
+    assert_int_equal(sn_parse_size("512M", &s), 0);
+    assert_true(s.kind == SN_SIZE_BYTES && s.bytes == 512ull << 20);
+    assert_int_equal(sn_parse_size("12GiB", &s), 0);
+    assert_true(s.bytes == 12ull << 30);
+    assert_int_equal(sn_parse_size("4096", &s), 0);
+    assert_true(s.bytes == 4096);
+    assert_int_equal(sn_parse_size("80%", &s), 0);
+    assert_true(s.kind == SN_SIZE_PERCENT && s.percent == 80.0);
+    assert_int_equal(sn_parse_size("free", &s), 0);
+    assert_int_equal(s.kind, SN_SIZE_FREE);
+    const char *bad[] = {"", "-1G", "0", "101%", "0%", "G", "1GG", "nan", "1e400", "12 G", "abc"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_not_equal(sn_parse_size(bad[i], &s), 0);
+}
+
+/* Runs f with fd 2 redirected into a buffer. */
+static size_t capture_stderr(void (*f)(void), char *buf, size_t cap)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    int saved = dup(2);
+    dup2(fds[1], 2);
+    close(fds[1]);
+    f();
+    dup2(saved, 2);
+    close(saved);
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < cap && (r = read(fds[0], buf + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = 0;
+    close(fds[0]);
+    return n;
+}
+
+static void print_help(void)
+{
+    sn_options_print_help();
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    static char buf[16384];
+    capture_stderr(print_help, buf, sizeof buf);
+    const char *names[] = {"SN_MODE",  "SN_BUDGET", "SN_POLICY", "SN_WORKSPACE",
+                           "SN_PROFILE_ITERS", "SN_REPORT", "SN_TRACE", "SN_PLOT",
+                           "SN_LOG",   "SN_STRICT", "SN_HELP"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_non_null(strstr(buf, names[i]));
+    for (char *line = buf; *line; line = strchr(line, '\n') + 1) {
+        assert_int_equal(strncmp(line, "libsn: ", 7), 0);
+        if (!strchr(line, '\n'))
+            break;
+    }
+}
+
+static void many_warnings(void)
+{
+    sn_log_reset_cap();
+    for (int i = 0; i < SN_LOG_WARN_CAP + 10; i++)
+        sn_warn("warning %d", i);
+}
+
+static void test_log_cap(void **state)
+{
+    (void)state;
+    static char buf[65536];
+    sn_log_level = SN_LOG_WARN;
+    capture_stderr(many_warnings, buf, sizeof buf);
+    int lines = 0;
+    for (char *p = buf; (p = strchr(p, '\n')); p++)
+        lines++;
+    assert_int_equal(lines, SN_LOG_WARN_CAP + 1);
+    assert_non_null(strstr(buf, "libsn: warning 0\n"));
+    assert_null(strstr(buf, "warning 64"));
+    assert_non_null(strstr(buf, "further ones are not shown"));
+    assert_int_equal(sn_log_suppressed(), 10);
+}
+
+static void quiet_debug(void)
+{
+    sn_log_level = SN_LOG_WARN;
+    sn_debug("not shown");
+    sn_info("not shown either");
+    sn_error("shown %d", 1);
+}
+
+static void test_log_levels(void **state)
+{
+    (void)state;
+    char buf[1024];
+    capture_stderr(quiet_debug, buf, sizeof buf);
+    assert_string_equal(buf, "libsn: error: shown 1\n");
+}
+
+/* docs/libsn.md carries the table generated from sn_options.def. */
+static void test_docs_table(void **state)
+{
+    (void)state;
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    sn_options_write_markdown(fileno(tmp));
+    fseek(tmp, 0, SEEK_END);
+    long n = ftell(tmp);
+    rewind(tmp);
+    char *table = calloc((size_t)n + 1, 1);
+    assert_int_equal(fread(table, 1, (size_t)n, tmp), (size_t)n);
+    fclose(tmp);
+    FILE *doc = fopen("docs/libsn.md", "r");
+    assert_non_null(doc);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, doc);
+    text[len] = 0;
+    fclose(doc);
+    assert_non_null(strstr(text, table));
+    free(table);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_valid_values),
+        cmocka_unit_test(test_malformed_values), cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_help),      cmocka_unit_test(test_log_cap),
+        cmocka_unit_test(test_log_levels), cmocka_unit_test(test_docs_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

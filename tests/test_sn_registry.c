@@ -1,0 +1,181 @@
+/*
+ * test_sn_registry.c — the allocation registry (exact and interior lookups,
+ * removal, stale overlapping entries, many allocations in random order) and
+ * the extent arithmetic the wrappers describe calls with.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "shim/sn_call.h"
+#include "shim/sn_registry.h"
+
+static void test_lookup(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    sn_alloc *a = sn_reg_add_locked(&r, 0x10000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+    sn_alloc *b = sn_reg_add_locked(&r, 0x20000, 0x100, SN_KIND_DEVICE, SN_OWNER_CUDNN, 1, NULL, NULL);
+    sn_alloc *h = sn_reg_add_locked(&r, 0x8000, 0x10, SN_KIND_HOST, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_equal(sn_reg_find_locked(&r, 0x10000), a);
+    assert_ptr_equal(sn_reg_find_locked(&r, 0x10fff), a);
+    assert_null(sn_reg_find_locked(&r, 0x11000));
+    assert_null(sn_reg_find_locked(&r, 0xffff));
+    assert_ptr_equal(sn_reg_find_locked(&r, 0x200ff), b);
+    assert_ptr_equal(sn_reg_find_locked(&r, 0x8004), h);
+    assert_ptr_equal(sn_reg_exact_locked(&r, 0x20000, SN_KIND_ANY_DEVICE), b);
+    assert_null(sn_reg_exact_locked(&r, 0x20010, SN_KIND_ANY_DEVICE));
+    assert_null(sn_reg_exact_locked(&r, 0x8000, SN_KIND_ANY_DEVICE));
+    assert_true(a->serial < b->serial);
+    assert_true(r.bytes[SN_KIND_DEVICE] == 0x1100);
+
+    sn_alloc *hits[4];
+    assert_int_equal(sn_reg_overlapping_locked(&r, 0x10800, 0x10000, hits, 4), 2);
+    assert_ptr_equal(hits[0], a);
+    assert_ptr_equal(hits[1], b);
+    assert_int_equal(sn_reg_overlapping_locked(&r, 0x11000, 0x100, hits, 4), 0);
+
+    sn_reg_remove_locked(&r, a);
+    sn_reg_release(a);
+    assert_null(sn_reg_find_locked(&r, 0x10010));
+    assert_true(r.bytes[SN_KIND_DEVICE] == 0x100);
+    sn_reg_destroy(&r);
+}
+
+static int stale_count;
+static void on_stale(sn_alloc *a, void *ctx)
+{
+    (void)a;
+    (void)ctx;
+    stale_count++;
+}
+
+static void test_stale_overlap(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    sn_reg_add_locked(&r, 0x1000, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    sn_reg_add_locked(&r, 0x1100, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    sn_reg_add_locked(&r, 0x1300, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    /* A new allocation over the first two: they were freed unseen. */
+    sn_alloc *n = sn_reg_add_locked(&r, 0x1080, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    assert_int_equal(stale_count, 2);
+    assert_int_equal(r.count, 2);
+    assert_ptr_equal(sn_reg_find_locked(&r, 0x1000 + 0x90), n);
+    assert_null(sn_reg_find_locked(&r, 0x1000));
+    sn_reg_destroy(&r);
+}
+
+static void test_many_random(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    sn_registry r;
+    sn_reg_init(&r);
+    static uintptr_t base[N];
+    static int live[N];
+    srand(7);
+    for (int i = 0; i < N; i++)
+        base[i] = 0x100000 + (uintptr_t)i * 0x1000;
+    /* Insert in a shuffled order, remove every third, check everything. */
+    static int order[N];
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    for (int i = N - 1; i > 0; i--) {
+        int j = rand() % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int k = 0; k < N; k++) {
+        int i = order[k];
+        assert_non_null(sn_reg_add_locked(&r, base[i], 0x800, SN_KIND_DEVICE, 1, 0, NULL, NULL));
+        live[i] = 1;
+    }
+    for (int i = 0; i < N; i += 3) {
+        sn_alloc *a = sn_reg_exact_locked(&r, base[i], SN_KIND_ANY);
+        assert_non_null(a);
+        sn_reg_remove_locked(&r, a);
+        sn_reg_release(a);
+        live[i] = 0;
+    }
+    for (int i = 0; i < N; i++) {
+        sn_alloc *a = sn_reg_find_locked(&r, base[i] + 0x7ff);
+        if (live[i]) {
+            assert_non_null(a);
+            assert_true(a->base == base[i]);
+        } else {
+            assert_null(a);
+        }
+        assert_null(sn_reg_find_locked(&r, base[i] + 0x800));
+    }
+    for (size_t i = 1; i < r.count; i++)
+        assert_true(r.sorted[i - 1]->base < r.sorted[i]->base);
+    sn_reg_destroy(&r);
+}
+
+static void test_physical(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    assert_int_equal(sn_reg_phys_add_locked(&r, 42, 2 << 20, SN_OWNER_DRIVER, 0), 0);
+    assert_int_equal(sn_reg_phys_remove_locked(&r, 42), 0);
+    assert_int_equal(sn_reg_phys_remove_locked(&r, 42), -1);
+    sn_reg_destroy(&r);
+}
+
+static void test_extents(void **state)
+{
+    (void)state;
+    int dim[4] = {2, 3, 4, 5}, packed[4] = {60, 20, 5, 1};
+    assert_true(sn_extent_strided(4, dim, packed, 4) == 120 * 4);
+    assert_true(sn_extent_is_dense(4, dim, packed));
+    /* A channel slice of a concatenated tensor: holes between images. */
+    int view[4] = {120, 20, 5, 1};
+    assert_true(sn_extent_strided(4, dim, view, 4) == (120 + 59 + 1) * 4);
+    assert_false(sn_extent_is_dense(4, dim, view));
+    int zero[4] = {0, 3, 4, 5};
+    assert_true(sn_extent_strided(4, zero, packed, 4) == 0);
+    assert_true(sn_extent_matrix(3, 4, 5, 4) == (5 * 3 + 3) * 4);
+    assert_true(sn_extent_matrix(3, 4, 2, 4) == 0); /* ld < rows: invalid */
+    assert_true(sn_extent_matrix(1, 1, 1, 4) == 4);
+    assert_true(sn_extent_vector(10, 1, 4) == 40);
+    assert_true(sn_extent_vector(10, -2, 4) == (9 * 2 + 1) * 4);
+    assert_true(sn_extent_vector(10, 0, 4) == 0);
+    assert_true(sn_extent_vector(0, 1, 4) == 0);
+}
+
+static void test_call_ranges(void **state)
+{
+    (void)state;
+    sn_call c;
+    sn_call_init(&c, 0, SN_OP_GEMM, 0, NULL);
+    sn_call_range(&c, NULL, 16, SN_READ);
+    sn_call_range(&c, (void *)0x100, 0, SN_READ);
+    assert_int_equal(c.nranges, 0);
+    for (int i = 0; i < SN_CALL_MAX_RANGES + 5; i++)
+        sn_call_range(&c, (void *)(uintptr_t)(0x1000 * (i + 1)), 8, SN_WRITE);
+    assert_int_equal(c.nranges, SN_CALL_MAX_RANGES);
+    int d[7] = {1, 2, 3, 4, 5, 6, 7};
+    sn_call_shape(&c, 7, d);
+    assert_int_equal(c.shape[0].nd, SN_SHAPE_MAX_DIMS);
+    assert_true(sn_hash_mix(0, 1) != sn_hash_mix(0, 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup),      cmocka_unit_test(test_stale_overlap),
+        cmocka_unit_test(test_many_random), cmocka_unit_test(test_physical),
+        cmocka_unit_test(test_extents),     cmocka_unit_test(test_call_ranges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

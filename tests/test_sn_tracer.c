@@ -1,0 +1,332 @@
+/*
+ * test_sn_tracer.c — the tracer's pure parts on hand-made data, without
+ * CUDA: period detection, the what-if memory strategies, and the iteration
+ * model (phases, layers, graph, tensor kinds) built from a synthetic call
+ * log of a small network trained for three iterations.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tracer/sn_model.h"
+#include "tracer/sn_output.h"
+#include "tracer/sn_period.h"
+#include "tracer/sn_trace.h"
+#include "tracer/sn_whatif.h"
+
+/* ---- period ---------------------------------------------------------------------- */
+
+static void test_period_with_different_first_iteration(void **state)
+{
+    (void)state;
+    uint64_t s[200];
+    size_t n = 0;
+    const uint64_t setup[] = {90, 91, 92};
+    const uint64_t first[] = {1, 2, 3, 4, 99, 5, 6};  /* an extra step in iteration 1 */
+    const uint64_t iter[] = {1, 2, 3, 4, 5, 6};
+    for (size_t i = 0; i < 3; i++)
+        s[n++] = setup[i];
+    for (size_t i = 0; i < 7; i++)
+        s[n++] = first[i];
+    for (int k = 0; k < 5; k++)
+        for (size_t i = 0; i < 6; i++)
+            s[n++] = iter[i];
+    sn_period p;
+    sn_period_find(s, n, 2, 16, &p);
+    assert_true(p.found);
+    assert_int_equal(p.period, 6);
+    assert_int_equal(p.end, n);
+    /* the periodic part reaches back into iteration 1, after its odd step */
+    assert_int_equal(p.start, 3 + 5);
+}
+
+static void test_period_internal_repetition(void **state)
+{
+    (void)state;
+    /* identical blocks inside an iteration must not be taken for it */
+    uint64_t it[] = {7, 7, 7, 8, 9, 9, 9, 10};
+    uint64_t s[80];
+    size_t n = 0;
+    for (int k = 0; k < 10; k++)
+        for (size_t i = 0; i < 8; i++)
+            s[n++] = it[i];
+    sn_period p;
+    sn_period_find(s, n, 2, 0, &p);
+    assert_true(p.found);
+    assert_int_equal(p.period, 8);
+    assert_int_equal(p.start, 0);
+}
+
+static void test_period_trailing_steps(void **state)
+{
+    (void)state;
+    uint64_t s[64];
+    size_t n = 0;
+    for (int k = 0; k < 8; k++)
+        for (uint64_t i = 1; i <= 5; i++)
+            s[n++] = i;
+    s[n++] = 40; /* a final evaluation pass after training */
+    s[n++] = 41;
+    sn_period p;
+    sn_period_find(s, n, 2, 8, &p);
+    assert_true(p.found);
+    assert_int_equal(p.period, 5);
+    assert_int_equal(p.end, n - 2);
+    assert_int_equal(p.start, 0);
+}
+
+static void test_period_none(void **state)
+{
+    (void)state;
+    uint64_t s[32];
+    for (int i = 0; i < 32; i++)
+        s[i] = (uint64_t)i * 7919u;
+    sn_period p;
+    sn_period_find(s, 32, 2, 4, &p);
+    assert_false(p.found);
+    sn_period_find(s, 1, 2, 4, &p);
+    assert_false(p.found);
+}
+
+/* ---- what-if ---------------------------------------------------------------------- */
+
+/* Steps: 0 conv fwd (x -> a), 1 relu fwd (a -> b), 2 loss (b -> db),
+ * 3 relu bwd (a, db -> da), 4 conv bwd filter (x, da -> dw), 5 update (dw -> w).
+ * x arrives by copy before step 0. Sizes in MiB. */
+#define MB (1024ull * 1024)
+static void test_whatif_peaks(void **state)
+{
+    (void)state;
+    static const sn_wi_access x_acc[] = {{0, SN_ACC_W | SN_ACC_KILL}, {0, SN_ACC_R}, {4, SN_ACC_R}};
+    static const sn_wi_access w_acc[] = {{0, SN_ACC_R}, {5, SN_ACC_R | SN_ACC_W}};
+    static const sn_wi_access a_acc[] = {{0, SN_ACC_W | SN_ACC_KILL}, {1, SN_ACC_R}, {3, SN_ACC_R}};
+    static const sn_wi_access b_acc[] = {{1, SN_ACC_W | SN_ACC_KILL}, {2, SN_ACC_R}};
+    static const sn_wi_access db_acc[] = {{2, SN_ACC_W | SN_ACC_KILL}, {3, SN_ACC_R}};
+    static const sn_wi_access da_acc[] = {{3, SN_ACC_W | SN_ACC_KILL}, {4, SN_ACC_R}};
+    static const sn_wi_access dw_acc[] = {{4, SN_ACC_W | SN_ACC_KILL}, {5, SN_ACC_R}};
+    sn_wi_tensor t[] = {
+        {8 * MB, SN_WI_FEATURE, 3, x_acc},      {1 * MB, SN_WI_KEEP, 2, w_acc},
+        {16 * MB, SN_WI_CONV_OUTPUT, 3, a_acc}, {16 * MB, SN_WI_FEATURE, 2, b_acc},
+        {16 * MB, SN_WI_KEEP, 2, db_acc},       {16 * MB, SN_WI_KEEP, 2, da_acc},
+        {1 * MB, SN_WI_KEEP, 2, dw_acc},
+    };
+    int group[6] = {0, 1, 2, 3, 4, 5};
+    sn_wi_input in = {6, 3, group, 7, t, 0};
+    sn_wi_result r;
+    uint64_t live[6], conv[6], all[6];
+    assert_int_equal(sn_whatif(&in, &r, live, conv, all), 0);
+    /* liveness: w always (1); x 0..4; a 0..3; b 1..2; db 2..3; da 3..4; dw 4..5 */
+    assert_true(live[0] == (1 + 8 + 16) * MB);
+    assert_true(live[1] == (1 + 8 + 16 + 16) * MB);
+    assert_true(live[2] == (1 + 8 + 16 + 16 + 16) * MB);
+    assert_true(live[3] == (1 + 8 + 16 + 16 + 16) * MB);
+    assert_true(live[4] == (1 + 8 + 16 + 1) * MB);
+    assert_true(live[5] == (1 + 1) * MB);
+    assert_true(r.peak_liveness == 57 * MB);
+    /* conv outputs offloaded: a (conv output) leaves after step 1, is back at
+     * step 2 for its read at 3 -> no gap: unchanged */
+    assert_true(r.peak_conv == 57 * MB);
+    /* all feature maps: x leaves after step 0 and returns at step 3 */
+    assert_true(all[1] == (1 + 16 + 16) * MB);
+    assert_true(all[2] == (1 + 16 + 16 + 16) * MB);
+    assert_true(live[2] - all[2] == 8 * MB);
+    /* step 3: x is back (prefetched for step 4) while a, db and da are live */
+    assert_true(all[3] == 57 * MB);
+    assert_true(r.peak_all == 57 * MB);
+    assert_true(r.carried_bytes == 1 * MB);
+    /* largest working set: step 3 touches a, db, da (48) */
+    assert_true(r.max_working_set == 48 * MB);
+    assert_int_equal(r.max_working_set_group, 3);
+    assert_true(r.lower_bound == 49 * MB);
+    assert_true(r.lower_bound <= r.peak_all && r.peak_all <= r.peak_liveness);
+}
+
+static void test_whatif_reused_buffer(void **state)
+{
+    (void)state;
+    /* a workspace used at steps 1 and 4 is live only there; a buffer
+     * overwritten at 3 holds two values: 0..2 and 3..5 */
+    static const sn_wi_access ws[] = {{1, SN_ACC_R | SN_ACC_W | SN_ACC_SCRATCH},
+                                      {4, SN_ACC_R | SN_ACC_W | SN_ACC_SCRATCH}};
+    static const sn_wi_access buf[] = {{0, SN_ACC_W | SN_ACC_KILL}, {2, SN_ACC_R},
+                                       {3, SN_ACC_W | SN_ACC_KILL}, {5, SN_ACC_R}};
+    sn_wi_tensor t[] = {{100, SN_WI_KEEP, 2, ws}, {10, SN_WI_KEEP, 4, buf}};
+    sn_wi_input in = {6, 3, NULL, 2, t, 5};
+    sn_wi_result r;
+    uint64_t live[6];
+    assert_int_equal(sn_whatif(&in, &r, live, NULL, NULL), 0);
+    assert_true(live[0] == 15 && live[1] == 115 && live[2] == 15 && live[3] == 15 &&
+                live[4] == 115 && live[5] == 15);
+    assert_false(sn_wi_carried(&t[0]));
+    assert_false(sn_wi_carried(&t[1]));
+    assert_int_equal(sn_whatif(NULL, &r, NULL, NULL, NULL), -1);
+}
+
+/* ---- the model, from a synthetic call log ------------------------------------------ */
+
+typedef struct fake {
+    sn_trace t;
+    uint32_t x, label, w, y, z, p, dz, dy, dw, ws;
+} fake;
+
+static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_access *acc, int nacc)
+{
+    sn_call c;
+    sn_call_init(&c, 0, op, 0, NULL);
+    if (op == SN_OP_ACT_FWD)
+        c.algo = 1; /* CUDNN_ACTIVATION_RELU */
+    int dim[4] = {2, 4, 8, 8};
+    for (int i = 0; i < nshape; i++)
+        sn_call_shape(&c, 4, dim);
+    assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) >= 0);
+}
+
+#define A(t, m) {(t), (m)}
+static void one_iteration(fake *f, int first)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL, S = SN_ACC_SCRATCH;
+    sn_trace_access a1[] = {A(f->x, W | K)};
+    call(f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, a1, 1);
+    sn_trace_access a2[] = {A(f->label, W | K)};
+    call(f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, a2, 1);
+    sn_trace_access c1[] = {A(f->x, R), A(f->w, R), A(f->y, W | K), A(f->ws, R | W | S)};
+    call(f, SN_OP_CONV_FWD, SN_TC_STEP, 3, c1, 4);
+    sn_trace_access c2[] = {A(f->y, R), A(f->z, W | K)};
+    call(f, SN_OP_ACT_FWD, SN_TC_STEP, 2, c2, 2);
+    sn_trace_access c3[] = {A(f->z, R), A(f->p, W | K)};
+    call(f, SN_OP_SOFTMAX_FWD, SN_TC_STEP, 2, c3, 2);
+    sn_trace_access t1[] = {A(f->p, R)};
+    call(f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
+    sn_trace_access c4[] = {A(f->p, R), A(f->label, R), A(f->dz, W | K)};
+    call(f, SN_OP_GEAM, SN_TC_STEP, 1, c4, 3);
+    sn_trace_access c5[] = {A(f->z, R), A(f->dz, R), A(f->dy, W | K)};
+    call(f, SN_OP_ACT_BWD, SN_TC_STEP, 2, c5, 3);
+    sn_trace_access c6[] = {A(f->x, R), A(f->dy, R), A(f->dw, W | K), A(f->ws, R | W | S)};
+    call(f, SN_OP_CONV_BWD_FILTER, SN_TC_STEP, 3, c6, 4);
+    if (first) { /* the first update also clears a buffer: the first iteration differs */
+        sn_trace_access m0[] = {A(f->dw, W | K)};
+        call(f, SN_OP_MEMSET, SN_TC_STEP, 1, m0, 1);
+    }
+    sn_trace_access c7[] = {A(f->dw, R), A(f->w, R | W)};
+    call(f, SN_OP_AXPY, SN_TC_STEP, 1, c7, 2);
+}
+
+static void test_model_small_network(void **state)
+{
+    (void)state;
+    fake f;
+    sn_trace_init(&f.t, 0);
+    f.w = sn_trace_alloc(&f.t, 0x1000, 4096, 1, 1, 0);
+    f.ws = sn_trace_alloc(&f.t, 0x3000, 1 << 16, 1, 3, 0); /* cuDNN's own */
+    f.x = sn_trace_alloc(&f.t, 0x100000, 1 << 20, 1, 1, 0);
+    f.label = sn_trace_alloc(&f.t, 0x200000, 64, 1, 1, 0);
+    f.y = sn_trace_alloc(&f.t, 0x300000, 1 << 20, 1, 1, 0);
+    f.z = sn_trace_alloc(&f.t, 0x400000, 1 << 20, 1, 1, 0);
+    f.p = sn_trace_alloc(&f.t, 0x500000, 64, 1, 1, 0);
+    f.dz = sn_trace_alloc(&f.t, 0x600000, 1 << 20, 1, 1, 0);
+    f.dy = sn_trace_alloc(&f.t, 0x700000, 1 << 20, 1, 1, 0);
+    f.dw = sn_trace_alloc(&f.t, 0x800000, 4096, 1, 1, 0);
+    for (int it = 0; it < 3; it++)
+        one_iteration(&f, it == 0);
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, 7);
+    assert_int_equal(m.iterations, 3);
+    assert_true(m.first_differs);
+    assert_int_equal(m.fwd_steps, 3);
+    assert_int_equal(m.bwd_steps, 3);
+    assert_int_equal(m.upd_steps, 1);
+    assert_int_equal(m.nlayers, 4);
+    assert_string_equal(m.layers[0].type, "data");
+    assert_string_equal(m.layers[1].type, "conv");
+    assert_string_equal(m.layers[2].type, "relu");
+    assert_string_equal(m.layers[3].type, "softmax_loss");
+    assert_int_equal(m.fwd_layers, 4);
+    assert_int_equal(m.bwd_layers, 3);
+    /* softmax_loss reads relu's output and the data layer's labels: a join */
+    assert_int_equal(m.joins, 1);
+    assert_true(m.layers[3].join);
+    assert_int_equal(m.layers[3].nin, 2);
+    /* the data layer feeds conv and the loss: two consumers, but of two
+     * different tensors, so no fork */
+    assert_int_equal(m.forks, 0);
+    assert_int_equal(m.layers[0].consumers, 2);
+    /* kinds */
+    int kinds[SN_ROLE_COUNT] = {0};
+    for (int i = 0; i < m.ntensors; i++)
+        kinds[m.tensors[i].role]++;
+    assert_int_equal(kinds[SN_ROLE_WEIGHT], 1);
+    assert_int_equal(kinds[SN_ROLE_WEIGHT_GRAD], 1);
+    assert_int_equal(kinds[SN_ROLE_FEATURE], 5);  /* x, label, y, z, p */
+    assert_int_equal(kinds[SN_ROLE_GRADIENT], 2); /* dz, dy */
+    assert_int_equal(kinds[SN_ROLE_WORKSPACE], 1);
+    assert_true(m.lower_bound > 0 && m.lower_bound <= m.peak_live);
+    assert_true(m.peak_all <= m.peak_live);
+    assert_true(m.budget >= m.lower_bound);
+
+    /* the outputs hold together on this model */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const sn_trace *tp = &f.t;
+    sn_report_text(out, &tp, &m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "iteration    period 7 steps; 3 iterations seen (the first differs)"));
+    assert_non_null(strstr(buf, "layers       4: data 1, conv 1, relu 1, softmax_loss 1"));
+    assert_non_null(strstr(buf, "graph        0 forks, 1 joins"));
+    free(buf);
+    out = open_memstream(&buf, &len);
+    sn_plot_svg(out, &m);
+    fclose(out);
+    assert_int_equal(strncmp(buf, "<?xml", 5), 0);
+    assert_non_null(strstr(buf, "</svg>"));
+    free(buf);
+    sn_model_free(&m);
+    sn_trace_destroy(&f.t);
+}
+
+static void test_model_no_iteration(void **state)
+{
+    (void)state;
+    sn_trace t;
+    sn_trace_init(&t, 0);
+    uint32_t a = sn_trace_alloc(&t, 0x1000, 100, 1, 1, 0);
+    sn_trace_access acc[] = {{a, SN_ACC_W | SN_ACC_KILL}};
+    for (int i = 0; i < 5; i++) {
+        sn_call c;
+        sn_call_init(&c, 0, SN_OP_MEMSET, 0, NULL);
+        c.params = (uint64_t)i;
+        sn_trace_call_add(&t, &c, SN_TC_STEP, acc, 1);
+    }
+    sn_trace_release(&t, a);
+    sn_model m;
+    assert_int_equal(sn_model_build(&t, &m), 0);
+    assert_false(m.found);
+    assert_int_equal(m.nsteps_total, 5);
+    assert_true(m.peak_asis == 100);
+    assert_int_equal(t.live_bytes, 0);
+    sn_model_free(&m);
+    sn_trace_destroy(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_period_with_different_first_iteration),
+        cmocka_unit_test(test_period_internal_repetition),
+        cmocka_unit_test(test_period_trailing_steps),
+        cmocka_unit_test(test_period_none),
+        cmocka_unit_test(test_whatif_peaks),
+        cmocka_unit_test(test_whatif_reused_buffer),
+        cmocka_unit_test(test_model_small_network),
+        cmocka_unit_test(test_model_no_iteration),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

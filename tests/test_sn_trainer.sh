@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# test_sn_trainer.sh — libsn on the reference trainer, every network and
+# every allocation style:
+#  - preloaded in SN_MODE=off and SN_MODE=trace, the trainer's losses and
+#    learned weights (checksum) are bit-identical to the run without libsn;
+#  - in trace mode, libsn's report states the trainer's own facts, taken
+#    from its --dump-graph file: layers per type, forward/backward layers
+#    and steps, update steps, forks, joins, the iteration period and the
+#    number of iterations.
+# Prints TAP-like "ok"/"not ok" lines.
+set -u
+BUILD_DIR=${SN_TEST_BUILD:-$PWD/build}
+export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+here=$(cd "$(dirname "$0")" && pwd)
+trainer="$BUILD_DIR/sntrain"
+lib="$BUILD_DIR/libsn.so"
+# A sanitizer's runtime must come first in the library list.
+case "${SANITIZE:-}" in
+address) lib="$(gcc -print-file-name=libasan.so) $lib" ;;
+thread) lib="$(gcc -print-file-name=libtsan.so) $lib" ;;
+esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+iters=4
+
+# What must not change: every loss and the checksum of the weights.
+learned() { grep -E '^(iter [0-9]+ loss|checksum)' "$1" | sed -E 's/ time .*//'; }
+
+run_case() {
+    local name="$1" style="$2" kernels="$3"; shift 3
+    local args=(--batch 2 --width 4 --iters $iters --alloc "$style" "$@")
+    local tag="$name/$style${kernels:+/kernels}"
+    "$trainer" "${args[@]}" --dump-graph "$tmp/graph" >"$tmp/plain.out" 2>&1 || {
+        echo "not ok - $tag: the trainer fails without libsn"; sed 's/^/# /' "$tmp/plain.out" | tail -5; return; }
+    learned "$tmp/plain.out" >"$tmp/plain.learned"
+    for mode in off trace; do
+        SN_MODE=$mode SN_REPORT="$tmp/report.$mode" LD_PRELOAD="$lib" "$trainer" "${args[@]}" \
+            >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+        local rc=$?
+        learned "$tmp/$mode.out" >"$tmp/$mode.learned"
+        if [ $rc -ne 0 ]; then
+            echo "not ok - $tag: SN_MODE=$mode: the trainer failed (exit $rc)"
+            sed 's/^/# /' "$tmp/$mode.err" | tail -5
+        elif ! diff -q "$tmp/plain.learned" "$tmp/$mode.learned" >/dev/null; then
+            echo "not ok - $tag: SN_MODE=$mode: losses or weights differ"
+            diff "$tmp/plain.learned" "$tmp/$mode.learned" | sed 's/^/# /' | head -6
+        else
+            echo "ok - $tag: SN_MODE=$mode: bit-identical losses and weights"
+        fi
+    done
+    awk -v alloc="$style" -v kernels="${kernels:-0}" -f "$here/test_sn_expect_graph.awk" "$tmp/graph" >"$tmp/expected"
+    echo "iterations $iters" >>"$tmp/expected"
+    sort -o "$tmp/expected" "$tmp/expected"
+    awk -f "$here/test_sn_report_facts.awk" "$tmp/report.trace" | sort >"$tmp/reported"
+    if [ -s "$tmp/reported" ] && diff -q "$tmp/expected" "$tmp/reported" >/dev/null; then
+        echo "ok - $tag: report matches --dump-graph ($(grep -c '^type' "$tmp/expected") layer types, $(grep '^period' "$tmp/expected"))"
+    else
+        echo "not ok - $tag: report differs from --dump-graph (< expected, > reported)"
+        diff "$tmp/expected" "$tmp/reported" | sed 's/^/# /' | head -20
+    fi
+}
+
+for style in caffe darknet dynamic; do
+    run_case alexnet "$style" "" --net alexnet --input 67
+    run_case vgg "$style" "" --net vgg --input 32
+    run_case resnet "$style" "" --net resnet --input 32
+    run_case inception "$style" "" --net inception --depth 3 --input 32
+    run_case densenet "$style" "" --net densenet --depth 10 --input 32
+done
+# Kernel launches of host functions instead of cuBLAS for the update and
+# the loss gradient: kernel-launch interception on the same networks.
+run_case resnet dynamic 1 --net resnet --input 32 --kernels
+run_case inception caffe 1 --net inception --depth 3 --input 32 --kernels

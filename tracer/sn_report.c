@@ -1,0 +1,307 @@
+/*
+ * sn_report.c — the trace-mode report, as text (for people) and as JSON
+ * (for scripts). Both carry the same facts: the iteration, phases, the
+ * layer table with its graph, the tensor table, memory per step and the
+ * what-if peaks with the smallest budget libsn expects to need.
+ */
+#include "tracer/sn_output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static double mib(uint64_t b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
+
+static void shape_text(char *buf, size_t cap, const sn_trace *t, const sn_trace_call *e, int which)
+{
+    buf[0] = 0;
+    if (!e->nshapes)
+        return;
+    int i = which < 0 ? e->nshapes - 1 : which;
+    if (i >= e->nshapes)
+        i = e->nshapes - 1;
+    const sn_shape *s = &t->shapes[e->shape_begin + i];
+    size_t off = 0;
+    for (int d = 0; d < s->nd && off + 12 < cap; d++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%d", d ? "x" : "", s->dim[d]);
+}
+
+/* Input and output shape of a layer's defining call. */
+static void layer_shapes(const sn_trace *t, const sn_model_layer *L, char *in, char *out, size_t cap)
+{
+    const sn_trace_call *e = &t->calls[L->main_call];
+    in[0] = out[0] = 0;
+    if (e->op == SN_OP_MEMCPY_H2D || e->op == SN_OP_MEMCPY_D2D) {
+        snprintf(out, cap, "%.0f KiB", (double)(e->nacc ? t->tensors[t->acc[e->acc_begin].tensor].bytes : 0) / 1024.0);
+        return;
+    }
+    if (e->op == SN_OP_GEMM || e->op == SN_OP_GEMV) {
+        const sn_shape *s = &t->shapes[e->shape_begin];
+        if (e->nshapes && s->nd == 3) {
+            snprintf(in, cap, "k=%d n=%d", s->dim[2], s->dim[1]);
+            snprintf(out, cap, "m=%d n=%d", s->dim[0], s->dim[1]);
+        }
+        return;
+    }
+    shape_text(in, cap, t, e, 0);
+    shape_text(out, cap, t, e, -1);
+}
+
+static const char *iter_note(const sn_model *m)
+{
+    return m->first_differs ? " (the first differs)" : "";
+}
+
+static void layer_counts(const sn_model *m, char *buf, size_t cap)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    char done[512][16];
+    int nd = 0;
+    for (int l = 0; l < m->nlayers && off + 32 < cap; l++) {
+        int seen = 0;
+        for (int k = 0; k < nd && !seen; k++)
+            seen = strcmp(done[k], m->layers[l].type) == 0;
+        if (seen || nd == 512)
+            continue;
+        snprintf(done[nd++], 16, "%s", m->layers[l].type);
+        int count = 0;
+        for (int k = l; k < m->nlayers; k++)
+            count += strcmp(m->layers[k].type, m->layers[l].type) == 0;
+        off += (size_t)snprintf(buf + off, cap - off, "%s%s %d", off ? ", " : "", m->layers[l].type, count);
+    }
+}
+
+static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    fprintf(f, "== device %d ==\n", m->dev);
+    fprintf(f, "calls        %zu intercepted: %zu steps, %zu transfers\n", m->ncalls, m->nsteps_total,
+            m->ntransfers);
+    fprintf(f, "allocations  runtime %llu (%.1f MiB), driver %llu (%.1f MiB), cudnn %llu (%.1f MiB), "
+               "cublas %llu (%.1f MiB)\n",
+            (unsigned long long)m->alloc_count[1], mib(m->alloc_bytes[1]),
+            (unsigned long long)m->alloc_count[2], mib(m->alloc_bytes[2]),
+            (unsigned long long)m->alloc_count[3], mib(m->alloc_bytes[3]),
+            (unsigned long long)m->alloc_count[4], mib(m->alloc_bytes[4]));
+    if (!m->found) {
+        fprintf(f, "iteration    none found (fewer than two repetitions of the same steps)\n");
+        fprintf(f, "peak         %.1f MiB as allocated\n", mib(m->peak_asis));
+        return;
+    }
+    fprintf(f, "iteration    period %zu steps; %zu iterations seen%s\n", m->period, m->iterations,
+            iter_note(m));
+    fprintf(f, "phases       forward %d steps in %d layers; backward %d steps in %d layers; update %d steps\n",
+            m->fwd_steps, m->fwd_layers, m->bwd_steps, m->bwd_layers, m->upd_steps);
+    char counts[2048];
+    layer_counts(m, counts, sizeof counts);
+    fprintf(f, "layers       %d: %s\n", m->nlayers, counts);
+    fprintf(f, "graph        %d forks, %d joins, %d edges\n", m->forks, m->joins, m->nedges);
+    if (m->timed)
+        fprintf(f, "time         %.3f ms of device time per iteration\n", m->iter_ms);
+    else
+        fprintf(f, "time         not measured\n");
+    if (m->unknown_ranges || m->opaque_steps || m->unmatched_bwd)
+        fprintf(f, "unseen       %llu ranges outside known allocations, %d steps not seen through, "
+                   "%d backward groups without a layer\n",
+                (unsigned long long)m->unknown_ranges, m->opaque_steps, m->unmatched_bwd);
+
+    fprintf(f, "\nlayer table\n");
+    fprintf(f, "  %4s %-13s %4s %4s  %-18s %-18s %-12s %4s %4s %4s %9s %9s\n", "id", "type", "fwd",
+            "bwd", "input", "output", "inputs", "cons", "fork", "join", "fwd ms", "bwd ms");
+    for (int l = 0; l < m->nlayers; l++) {
+        const sn_model_layer *L = &m->layers[l];
+        char in[64], out[64], ins[64];
+        layer_shapes(t, L, in, out, sizeof in);
+        size_t off = 0;
+        ins[0] = 0;
+        for (int k = 0; k < L->nin && off + 8 < sizeof ins; k++)
+            off += (size_t)snprintf(ins + off, sizeof ins - off, "%s%d", k ? "," : "",
+                                    m->edge_layer[L->in_begin + k]);
+        if (!L->nin)
+            snprintf(ins, sizeof ins, "-");
+        fprintf(f, "  %4d %-13s %4d %4d  %-18s %-18s %-12s %4d %4s %4s", l, L->type, L->nfwd, L->nbwd,
+                in[0] ? in : "-", out[0] ? out : "-", ins, L->consumers, L->fork ? "yes" : "-",
+                L->join ? "yes" : "-");
+        if (m->timed)
+            fprintf(f, " %9.4f %9.4f\n", L->fwd_ms, L->bwd_ms);
+        else
+            fprintf(f, " %9s %9s\n", "-", "-");
+    }
+
+    fprintf(f, "\ntensor table (%d tensors in one iteration)\n", m->ntensors);
+    for (int r = 0; r < SN_ROLE_COUNT; r++)
+        fprintf(f, "  %-16s %5d  %10.3f MiB\n", sn_role_name(r), m->role_count[r], mib(m->role_bytes[r]));
+    int *idx = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *idx);
+    if (idx) {
+        for (int i = 0; i < m->ntensors; i++)
+            idx[i] = i;
+        /* largest first, then by id: a stable, readable order */
+        for (int i = 1; i < m->ntensors; i++) {
+            int x = idx[i], j = i - 1;
+            while (j >= 0 && (m->tensors[idx[j]].bytes < m->tensors[x].bytes ||
+                              (m->tensors[idx[j]].bytes == m->tensors[x].bytes && idx[j] > x))) {
+                idx[j + 1] = idx[j];
+                j--;
+            }
+            idx[j + 1] = x;
+        }
+        int shown = m->ntensors < 40 ? m->ntensors : 40;
+        fprintf(f, "  %5s %12s %-16s %-13s %8s %4s %-9s\n", "id", "bytes", "kind", "lifetime", "producer",
+                "cons", "identity");
+        for (int k = 0; k < shown; k++) {
+            const sn_model_tensor *T = &m->tensors[idx[k]];
+            char life[32], prod[16], ident[32];
+            if (T->carried)
+                snprintf(life, sizeof life, "iteration");
+            else
+                snprintf(life, sizeof life, "%d-%d (%d)", T->first, T->last, T->last - T->first + 1);
+            if (T->producer >= 0)
+                snprintf(prod, sizeof prod, "%d", T->producer);
+            else
+                snprintf(prod, sizeof prod, "-");
+            if (T->alloc_in_iter)
+                snprintf(ident, sizeof ident, "site#%d", T->ordinal);
+            else
+                snprintf(ident, sizeof ident, "persistent");
+            fprintf(f, "  %5d %12llu %-16s %-13s %8s %4d %-9s\n", idx[k], (unsigned long long)T->bytes,
+                    sn_role_name(T->role), life, prod, T->consumers, ident);
+        }
+        if (shown < m->ntensors)
+            fprintf(f, "  ... %d smaller tensors (all of them are in the JSON report)\n",
+                    m->ntensors - shown);
+        free(idx);
+    }
+
+    fprintf(f, "\nmemory per step (MiB)\n");
+    fprintf(f, "  %5s %-8s %5s %-18s %9s %9s %9s %9s\n", "step", "phase", "layer", "op", "as-is",
+            "liveness", "conv-off", "all-off");
+    int every = m->period > 200 ? (int)((m->period + 199) / 200) : 1;
+    for (size_t s = 0; s < m->period; s++) {
+        const sn_model_step *st = &m->steps[s];
+        if (every > 1 && s % (size_t)every != 0 && s + 1 != m->period)
+            continue;
+        char layer[16];
+        if (st->layer >= 0)
+            snprintf(layer, sizeof layer, "%d", st->layer);
+        else
+            snprintf(layer, sizeof layer, "-");
+        fprintf(f, "  %5zu %-8s %5s %-18s %9.3f %9.3f %9.3f %9.3f\n", s, sn_phase_name(st->phase), layer,
+                sn_op_name(t->calls[st->call].op), mib(st->mem_asis), mib(st->mem_live),
+                mib(st->mem_conv), mib(st->mem_all));
+    }
+    if (every > 1)
+        fprintf(f, "  (every %d-th step shown; the JSON report has all)\n", every);
+
+    fprintf(f, "\nwhat-if peaks\n");
+    fprintf(f, "  as allocated, whole run        %10.3f MiB\n", mib(m->peak_asis));
+    fprintf(f, "  as allocated, one iteration    %10.3f MiB\n", mib(m->peak_asis_iter));
+    fprintf(f, "  with liveness                  %10.3f MiB\n", mib(m->peak_live));
+    fprintf(f, "  conv outputs offloaded         %10.3f MiB\n", mib(m->peak_conv));
+    fprintf(f, "  all feature maps offloaded     %10.3f MiB\n", mib(m->peak_all));
+    fprintf(f, "  lower bound (SuperNeurons)     %10.3f MiB = carried %.3f MiB + largest layer working set "
+               "%.3f MiB + libraries %.3f MiB",
+            mib(m->lower_bound), mib(m->carried_bytes), mib(m->max_working_set),
+            mib(m->lower_bound - m->carried_bytes - m->max_working_set));
+    if (m->max_working_set_layer >= 0)
+        fprintf(f, " (layer %d, %s)", m->max_working_set_layer, m->layers[m->max_working_set_layer].type);
+    fprintf(f, "\n");
+    fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%lluM\n",
+            (unsigned long long)(m->budget >> 20));
+}
+
+void sn_report_text(FILE *f, const sn_trace *const *t, const sn_model *m, int n, const char *mode)
+{
+    fprintf(f, "libsn trace report (SN_MODE=%s)\n", mode);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "\n");
+        text_device(f, t[i], &m[i]);
+    }
+}
+
+/* ---- JSON --------------------------------------------------------------------- */
+
+static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    fprintf(f, "{\"device\":%d,\"calls\":%zu,\"steps\":%zu,\"transfers\":%zu,", m->dev, m->ncalls,
+            m->nsteps_total, m->ntransfers);
+    fprintf(f, "\"allocations\":{");
+    static const char *const owners[] = {"runtime", "driver", "cudnn", "cublas"};
+    for (int o = 1; o <= 4; o++)
+        fprintf(f, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu}", o > 1 ? "," : "", owners[o - 1],
+                (unsigned long long)m->alloc_count[o], (unsigned long long)m->alloc_bytes[o]);
+    fprintf(f, "},\"found\":%s,\"peak_asis\":%llu", m->found ? "true" : "false",
+            (unsigned long long)m->peak_asis);
+    long timed_calls = 0;
+    for (size_t i = 0; i < t->ncalls; i++)
+        timed_calls += (t->calls[i].flags & SN_TC_TIMED) != 0;
+    fprintf(f, ",\"timed_calls\":%ld", timed_calls);
+    if (!m->found) {
+        fprintf(f, "}");
+        return;
+    }
+    fprintf(f, ",\"iteration\":{\"period\":%zu,\"iterations\":%zu,\"first_differs\":%s,\"ms\":%.6f}",
+            m->period, m->iterations, m->first_differs ? "true" : "false", m->timed ? m->iter_ms : -1.0);
+    fprintf(f, ",\"phases\":{\"forward_steps\":%d,\"backward_steps\":%d,\"update_steps\":%d,"
+               "\"forward_layers\":%d,\"backward_layers\":%d}",
+            m->fwd_steps, m->bwd_steps, m->upd_steps, m->fwd_layers, m->bwd_layers);
+    fprintf(f, ",\"graph\":{\"layers\":%d,\"forks\":%d,\"joins\":%d,\"edges\":%d}", m->nlayers, m->forks,
+            m->joins, m->nedges);
+    fprintf(f, ",\"unseen\":{\"ranges\":%llu,\"opaque_steps\":%d,\"unmatched_backward\":%d}",
+            (unsigned long long)m->unknown_ranges, m->opaque_steps, m->unmatched_bwd);
+    fprintf(f, ",\"layers\":[");
+    for (int l = 0; l < m->nlayers; l++) {
+        const sn_model_layer *L = &m->layers[l];
+        char in[64], out[64];
+        layer_shapes(t, L, in, out, sizeof in);
+        fprintf(f, "%s{\"id\":%d,\"type\":\"%s\",\"forward_steps\":%d,\"backward_steps\":%d,"
+                   "\"input_shape\":\"%s\",\"output_shape\":\"%s\",\"inputs\":[",
+                l ? "," : "", l, L->type, L->nfwd, L->nbwd, in, out);
+        for (int k = 0; k < L->nin; k++)
+            fprintf(f, "%s%d", k ? "," : "", m->edge_layer[L->in_begin + k]);
+        fprintf(f, "],\"consumers\":%d,\"fork\":%s,\"join\":%s,\"forward_ms\":%.6f,\"backward_ms\":%.6f}",
+                L->consumers, L->fork ? "true" : "false", L->join ? "true" : "false", L->fwd_ms, L->bwd_ms);
+    }
+    fprintf(f, "],\"tensors\":[");
+    for (int i = 0; i < m->ntensors; i++) {
+        const sn_model_tensor *T = &m->tensors[i];
+        fprintf(f, "%s{\"id\":%d,\"bytes\":%llu,\"kind\":\"%s\",\"carried\":%s,\"first\":%d,\"last\":%d,"
+                   "\"producer\":%d,\"consumers\":%d,\"owner\":\"%s\",\"allocated_in_iteration\":%s}",
+                i ? "," : "", i, (unsigned long long)T->bytes, sn_role_name(T->role),
+                T->carried ? "true" : "false", T->first, T->last, T->producer, T->consumers,
+                sn_owner_name(T->owner), T->alloc_in_iter ? "true" : "false");
+    }
+    fprintf(f, "],\"kinds\":{");
+    for (int r = 0; r < SN_ROLE_COUNT; r++)
+        fprintf(f, "%s\"%s\":{\"count\":%d,\"bytes\":%llu}", r ? "," : "", sn_role_name(r), m->role_count[r],
+                (unsigned long long)m->role_bytes[r]);
+    fprintf(f, "},\"memory_per_step\":[");
+    for (size_t s = 0; s < m->period; s++) {
+        const sn_model_step *st = &m->steps[s];
+        fprintf(f, "%s{\"step\":%zu,\"op\":\"%s\",\"phase\":\"%s\",\"layer\":%d,\"ms\":%.6f,\"asis\":%llu,"
+                   "\"liveness\":%llu,\"conv_offload\":%llu,\"all_offload\":%llu}",
+                s ? "," : "", s, sn_op_name(t->calls[st->call].op), sn_phase_name(st->phase), st->layer,
+                st->ms, (unsigned long long)st->mem_asis, (unsigned long long)st->mem_live,
+                (unsigned long long)st->mem_conv, (unsigned long long)st->mem_all);
+    }
+    fprintf(f, "],\"whatif\":{\"asis\":%llu,\"asis_iteration\":%llu,\"liveness\":%llu,\"conv_offload\":%llu,"
+               "\"all_offload\":%llu,\"lower_bound\":%llu,\"carried\":%llu,\"max_working_set\":%llu,"
+               "\"max_working_set_layer\":%d,\"budget\":%llu}}",
+            (unsigned long long)m->peak_asis, (unsigned long long)m->peak_asis_iter,
+            (unsigned long long)m->peak_live, (unsigned long long)m->peak_conv,
+            (unsigned long long)m->peak_all, (unsigned long long)m->lower_bound,
+            (unsigned long long)m->carried_bytes, (unsigned long long)m->max_working_set,
+            m->max_working_set_layer, (unsigned long long)m->budget);
+}
+
+void sn_report_json(FILE *f, const sn_trace *const *t, const sn_model *m, int n, const char *mode)
+{
+    fprintf(f, "{\"libsn\":\"trace report\",\"mode\":\"%s\",\"devices\":[", mode);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fprintf(f, ",");
+        json_device(f, t[i], &m[i]);
+    }
+    fprintf(f, "]}\n");
+}

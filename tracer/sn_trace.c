@@ -1,0 +1,156 @@
+/*
+ * sn_trace.c — appending to the call log (see sn_trace.h).
+ */
+#include "tracer/sn_trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sn_trace_init(sn_trace *t, int dev)
+{
+    memset(t, 0, sizeof *t);
+    t->dev = dev;
+}
+
+void sn_trace_destroy(sn_trace *t)
+{
+    free(t->tensors);
+    free(t->calls);
+    free(t->acc);
+    free(t->shapes);
+    memset(t, 0, sizeof *t);
+}
+
+static int sn_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site)
+{
+    if (t->ntensors >= UINT32_MAX - 1 ||
+        sn_grow((void **)&t->tensors, &t->cap_tensors, t->ntensors + 1, sizeof *t->tensors))
+        return UINT32_MAX;
+    sn_trace_tensor *x = &t->tensors[t->ntensors];
+    x->base = base;
+    x->bytes = bytes;
+    x->kind = kind;
+    x->owner = owner;
+    x->site = site;
+    x->alloc_call = t->ncalls;
+    x->free_call = SN_NO_CALL;
+    x->freed = 0;
+    if (sn_trace_counts_memory(kind)) {
+        t->live_bytes += bytes;
+        if (t->live_bytes > t->peak_bytes)
+            t->peak_bytes = t->live_bytes;
+    }
+    return (uint32_t)t->ntensors++;
+}
+
+void sn_trace_release(sn_trace *t, uint32_t tensor)
+{
+    if (tensor >= t->ntensors)
+        return;
+    sn_trace_tensor *x = &t->tensors[tensor];
+    if (x->freed)
+        return;
+    x->freed = 1;
+    x->free_call = t->ncalls;
+    if (sn_trace_counts_memory(x->kind))
+        t->live_bytes -= x->bytes;
+}
+
+uint64_t sn_trace_signature(const sn_call *c)
+{
+    uint64_t h = sn_hash_mix(0, ((uint64_t)c->op << 16) | (uint64_t)c->hook);
+    return sn_hash_mix(sn_hash_mix(h, c->shape_hash), c->params);
+}
+
+int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const sn_trace_access *acc,
+                          int nacc)
+{
+    if (t->ncalls >= SN_TRACE_MAX_CALLS) {
+        t->full = 1;
+        return -1;
+    }
+    if (sn_grow((void **)&t->calls, &t->cap_calls, t->ncalls + 1, sizeof *t->calls) ||
+        sn_grow((void **)&t->acc, &t->cap_acc, t->nacc + (size_t)nacc, sizeof *t->acc) ||
+        sn_grow((void **)&t->shapes, &t->cap_shapes, t->nshapes + (size_t)c->nshapes,
+                sizeof *t->shapes))
+        return -1;
+    sn_trace_call *e = &t->calls[t->ncalls];
+    memset(e, 0, sizeof *e);
+    e->op = (uint16_t)c->op;
+    e->hook = (uint16_t)c->hook;
+    e->flags = (uint8_t)flags;
+    e->nacc = (uint16_t)nacc;
+    e->acc_begin = (uint32_t)t->nacc;
+    e->nshapes = (uint8_t)c->nshapes;
+    e->shape_begin = (uint32_t)t->nshapes;
+    e->algo = c->algo;
+    e->sig = sn_trace_signature(c);
+    e->workspace = c->workspace;
+    e->live_bytes = t->live_bytes;
+    e->stream = c->stream;
+    e->start_ms = -1;
+    e->dur_ms = -1;
+    if (nacc > 0)
+        memcpy(&t->acc[t->nacc], acc, (size_t)nacc * sizeof *acc);
+    t->nacc += (size_t)nacc;
+    if (c->nshapes > 0)
+        memcpy(&t->shapes[t->nshapes], c->shape, (size_t)c->nshapes * sizeof *c->shape);
+    t->nshapes += (size_t)c->nshapes;
+    return (int64_t)t->ncalls++;
+}
+
+void sn_trace_call_failed(sn_trace *t, int64_t index)
+{
+    if (index >= 0 && (size_t)index < t->ncalls)
+        t->calls[index].flags |= SN_TC_FAILED;
+}
+
+void sn_trace_call_time(sn_trace *t, int64_t index, double start_ms, double dur_ms)
+{
+    if (index < 0 || (size_t)index >= t->ncalls)
+        return;
+    t->calls[index].start_ms = start_ms;
+    t->calls[index].dur_ms = dur_ms;
+    t->calls[index].flags |= SN_TC_TIMED;
+}
+
+int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to)
+{
+    static const char phase[SN_OP_COUNT] = {
+#define SN_OP(id, name, ph, layer) [SN_OP_##id] = #ph[0],
+#include "tracer/sn_ops.def"
+#undef SN_OP
+    };
+    /* the steps are the most recent ones: walk back from the end */
+    size_t step = 0, total = 0;
+    int seen_f = 0, seen_b = 0;
+    for (size_t i = 0; i < t->ncalls; i++)
+        total += (t->calls[i].flags & SN_TC_STEP) != 0;
+    for (size_t i = t->ncalls; i-- > 0;) {
+        if (!(t->calls[i].flags & SN_TC_STEP))
+            continue;
+        size_t k = total - 1 - step++;
+        if (k < from)
+            break;
+        if (k < to && phase[t->calls[i].op] == 'B')
+            seen_b = 1;
+        if (k < to && phase[t->calls[i].op] == 'F')
+            seen_f = 1;
+    }
+    return seen_f && seen_b;
+}

@@ -1,0 +1,191 @@
+/*
+ * sn_whatif.c — per-step memory under the what-if strategies (see
+ * sn_whatif.h). Memory is accumulated as +bytes/-bytes events over step
+ * positions, then prefix-summed.
+ */
+#include "tracer/sn_whatif.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracer/sn_trace.h"
+
+int sn_wi_carried(const sn_wi_tensor *t)
+{
+    if (t->naccess == 0)
+        return 0;
+    /* Its first use needs an older value: read, or written only in part. */
+    uint8_t m = t->access[0].mode;
+    if (m & SN_ACC_SCRATCH)
+        return 0;
+    return (m & SN_ACC_R) || !(m & SN_ACC_KILL);
+}
+
+/* Adds bytes to delta over [from, to] (inclusive step positions). */
+static void sn_span(int64_t *delta, int nsteps, int from, int to, uint64_t bytes)
+{
+    if (from < 0)
+        from = 0;
+    if (to >= nsteps)
+        to = nsteps - 1;
+    if (from > to)
+        return;
+    delta[from] += (int64_t)bytes;
+    delta[to + 1] -= (int64_t)bytes;
+}
+
+/* Live intervals of one tensor: from each write that starts a value to the
+ * last read of that value (or the write itself if never read). Calls emit
+ * for each interval. */
+typedef void (*sn_interval_fn)(int from, int to, void *ctx);
+
+static void sn_intervals(const sn_wi_tensor *t, int nsteps, sn_interval_fn emit, void *ctx)
+{
+    if (sn_wi_carried(t)) {
+        emit(0, nsteps - 1, ctx);
+        return;
+    }
+    int open = -1, last = -1;
+    for (int i = 0; i < t->naccess; i++) {
+        const sn_wi_access *a = &t->access[i];
+        if (a->mode & SN_ACC_SCRATCH) {
+            /* a workspace holds nothing between uses */
+            if (open >= 0)
+                emit(open, last, ctx);
+            emit(a->step, a->step, ctx);
+            open = -1;
+        } else if ((a->mode & SN_ACC_KILL) && !(a->mode & SN_ACC_R)) {
+            if (open >= 0)
+                emit(open, last, ctx);
+            open = last = a->step;
+        } else {
+            if (open < 0)
+                open = a->step;
+            last = a->step;
+        }
+    }
+    if (open >= 0)
+        emit(open, last, ctx);
+}
+
+typedef struct sn_emit_ctx {
+    int64_t *delta;
+    int nsteps;
+    uint64_t bytes;
+    const sn_wi_tensor *t;
+    int backward_start;
+} sn_emit_ctx;
+
+static void sn_emit_plain(int from, int to, void *p)
+{
+    sn_emit_ctx *c = p;
+    sn_span(c->delta, c->nsteps, from, to, c->bytes);
+}
+
+/* The offloaded variant of one interval: resident through the forward
+ * uses, gone until one step before the first backward use. */
+static void sn_emit_offloaded(int from, int to, void *p)
+{
+    sn_emit_ctx *c = p;
+    int last_fwd = -1, first_bwd = -1;
+    for (int i = 0; i < c->t->naccess; i++) {
+        int s = c->t->access[i].step;
+        if (s < from || s > to)
+            continue;
+        if (s < c->backward_start)
+            last_fwd = s;
+        else if (first_bwd < 0)
+            first_bwd = s;
+    }
+    if (last_fwd < 0 || first_bwd < 0 || first_bwd - 1 <= last_fwd + 1) {
+        sn_span(c->delta, c->nsteps, from, to, c->bytes);
+        return;
+    }
+    sn_span(c->delta, c->nsteps, from, last_fwd, c->bytes);
+    sn_span(c->delta, c->nsteps, first_bwd - 1, to, c->bytes);
+}
+
+static uint64_t sn_sweep(const int64_t *delta, int nsteps, uint64_t fixed, uint64_t *out)
+{
+    int64_t cur = 0;
+    uint64_t peak = 0;
+    for (int s = 0; s < nsteps; s++) {
+        cur += delta[s];
+        uint64_t v = (uint64_t)(cur < 0 ? 0 : cur) + fixed;
+        if (out)
+            out[s] = v;
+        if (v > peak)
+            peak = v;
+    }
+    return peak;
+}
+
+int sn_whatif(const sn_wi_input *in, sn_wi_result *res, uint64_t *mem_liveness, uint64_t *mem_conv,
+              uint64_t *mem_all)
+{
+    memset(res, 0, sizeof *res);
+    res->max_working_set_group = -1;
+    if (!in || in->nsteps <= 0 || in->ntensors < 0)
+        return -1;
+    int n = in->nsteps;
+    int64_t *delta = calloc((size_t)n + 1, sizeof *delta);
+    if (!delta)
+        return -1;
+    /* Three passes: liveness, conv outputs offloaded, all feature maps. */
+    uint64_t *outs[3] = {mem_liveness, mem_conv, mem_all};
+    uint64_t peaks[3];
+    for (int pass = 0; pass < 3; pass++) {
+        memset(delta, 0, ((size_t)n + 1) * sizeof *delta);
+        for (int i = 0; i < in->ntensors; i++) {
+            const sn_wi_tensor *t = &in->tensor[i];
+            sn_emit_ctx c = {delta, n, t->bytes, t, in->backward_start};
+            int moves = (pass == 1 && t->offload == SN_WI_CONV_OUTPUT) ||
+                        (pass == 2 && t->offload != SN_WI_KEEP);
+            sn_intervals(t, n, moves ? sn_emit_offloaded : sn_emit_plain, &c);
+        }
+        peaks[pass] = sn_sweep(delta, n, in->fixed_bytes, outs[pass]);
+    }
+    free(delta);
+    res->peak_liveness = peaks[0];
+    res->peak_conv = peaks[1];
+    res->peak_all = peaks[2];
+
+    /* Lower bound: carried tensors + the largest group working set. */
+    int ngroups = 0;
+    for (int s = 0; s < n; s++)
+        if (in->group && in->group[s] + 1 > ngroups)
+            ngroups = in->group[s] + 1;
+    uint64_t *ws = calloc((size_t)(ngroups ? ngroups : 1), sizeof *ws);
+    int *seen = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *seen);
+    if (!ws || !seen) {
+        free(ws);
+        free(seen);
+        return -1;
+    }
+    for (int i = 0; i < in->ntensors; i++) {
+        const sn_wi_tensor *t = &in->tensor[i];
+        if (sn_wi_carried(t)) {
+            res->carried_bytes += t->bytes;
+            continue;
+        }
+        for (int g = 0; g < ngroups; g++)
+            seen[g] = 0;
+        for (int k = 0; k < t->naccess; k++) {
+            int s = t->access[k].step;
+            int g = in->group && s >= 0 && s < n ? in->group[s] : -1;
+            if (g >= 0 && !seen[g]) {
+                seen[g] = 1;
+                ws[g] += t->bytes;
+            }
+        }
+    }
+    for (int g = 0; g < ngroups; g++)
+        if (ws[g] > res->max_working_set) {
+            res->max_working_set = ws[g];
+            res->max_working_set_group = g;
+        }
+    free(ws);
+    free(seen);
+    res->lower_bound = res->carried_bytes + res->max_working_set + in->fixed_bytes;
+    return 0;
+}
