@@ -269,12 +269,27 @@ void sn_options_print_help(void)
     }
 }
 
+/* A table cell: '|' would end the cell, so it is escaped. */
+static const char *md_cell(const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (; *in && o + 2 < cap; in++) {
+        if (*in == '|')
+            out[o++] = '\\';
+        out[o++] = *in;
+    }
+    out[o] = 0;
+    return out;
+}
+
 void sn_options_write_markdown(int fd)
 {
     sn_fd_printf(fd, "| variable | accepted values | default | meaning |\n|---|---|---|---|\n");
     for (size_t i = 0; i < SN_OPTION_COUNT; i++) {
         const sn_option_info *t = &sn_option_table[i];
-        sn_fd_printf(fd, "| %s | %s | %s | %s |\n", t->variable, t->accepted, t->default_text, t->help);
+        char acc[256], help[512];
+        sn_fd_printf(fd, "| `%s` | %s | `%s` | %s |\n", t->variable, md_cell(t->accepted, acc, sizeof acc),
+                     t->default_text, md_cell(t->help, help, sizeof help));
     }
 }
 
