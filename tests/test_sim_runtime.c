@@ -842,6 +842,20 @@ static void k_scale(void **args, dim3 grid, dim3 block)
         x[i] *= a;
 }
 
+/* What nvcc's generated start-up code does for one kernel: register a fat
+ * binary and the kernel's host stub. Returns the stub, the kernel's name for
+ * cudaLaunchKernel. */
+static const void *register_nvcc_kernel(void)
+{
+    extern void **__cudaRegisterFatBinary(void *);
+    extern void __cudaRegisterFunction(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
+                                       dim3 *, dim3 *, int *);
+    static char fake_fatbin[16], stub;
+    void **fh = __cudaRegisterFatBinary(fake_fatbin);
+    __cudaRegisterFunction(fh, &stub, (char *)"_Z6kernelv", "_Z6kernelv", -1, NULL, NULL, NULL, NULL, NULL);
+    return &stub;
+}
+
 static void test_kernel_launch_paths(void **state)
 {
     (void)state;
@@ -887,13 +901,7 @@ static void test_kernel_launch_paths(void **state)
     assert_float_equal(h[7], 32.0f, 0);
 
     /* An nvcc-registered kernel has no CPU body: missing image with compute on. */
-    extern void **__cudaRegisterFatBinary(void *);
-    extern void __cudaRegisterFunction(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
-                                       dim3 *, dim3 *, int *);
-    static char fake_fatbin[16], stub;
-    void **fh = __cudaRegisterFatBinary(fake_fatbin);
-    __cudaRegisterFunction(fh, &stub, (char *)"_Z6kernelv", "_Z6kernelv", -1, NULL, NULL, NULL, NULL, NULL);
-    assert_int_equal(cudaLaunchKernel(&stub, g, b, NULL, 0, 0), cudaErrorNoKernelImageForDevice);
+    assert_int_equal(cudaLaunchKernel(register_nvcc_kernel(), g, b, NULL, 0, 0), cudaErrorNoKernelImageForDevice);
     assert_int_equal(cudaLaunchKernel((const void *)&a, g, b, NULL, 0, 0), cudaErrorInvalidDeviceFunction);
     dim3 huge = {2048, 1, 1};
     assert_int_equal(cudaLaunchKernel((const void *)k_scale, g, huge, args, 0, 0), cudaErrorInvalidConfiguration);
@@ -903,14 +911,8 @@ static void test_kernel_launch_paths(void **state)
 
 static int body_fatbin_compute_off(void)
 {
-    extern void **__cudaRegisterFatBinary(void *);
-    extern void __cudaRegisterFunction(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
-                                       dim3 *, dim3 *, int *);
-    static char fake_fatbin[16], stub;
-    void **fh = __cudaRegisterFatBinary(fake_fatbin);
-    __cudaRegisterFunction(fh, &stub, (char *)"_Z6kernelv", "_Z6kernelv", -1, NULL, NULL, NULL, NULL, NULL);
     dim3 g = {1, 1, 1};
-    CHILD_CHECK(cudaLaunchKernel(&stub, g, g, NULL, 0, 0) == cudaSuccess);
+    CHILD_CHECK(cudaLaunchKernel(register_nvcc_kernel(), g, g, NULL, 0, 0) == cudaSuccess);
     return 0;
 }
 
