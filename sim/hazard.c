@@ -67,6 +67,9 @@ static void hz_grow(struct sim_hzset *s, size_t need)
 
 static void hz_insert(struct sim_hzset *s, size_t i, struct sim_hz h)
 {
+    SIM_ASSERT(h.size > 0);
+    SIM_ASSERT(i == 0 || s->v[i - 1].base + s->v[i - 1].size <= h.base);
+    SIM_ASSERT(i == s->n || h.base + h.size <= s->v[i].base);
     hz_grow(s, s->n + 1);
     if (i < s->n)
         memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);

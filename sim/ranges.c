@@ -36,6 +36,9 @@ void sim_rangeset_init(struct sim_rangeset *rs, uintptr_t base, size_t size)
 
 static void rs_insert_at(struct sim_rangeset *rs, size_t i, uintptr_t base, size_t size)
 {
+    /* Free segments never overlap: a double free would break that. */
+    SIM_ASSERT(i == 0 || rs->v[i - 1].base + rs->v[i - 1].size <= base);
+    SIM_ASSERT(i == rs->n || base + size <= rs->v[i].base);
     rs->v = grow(rs->v, &rs->cap, rs->n + 1, sizeof *rs->v);
     memmove(&rs->v[i + 1], &rs->v[i], (rs->n - i) * sizeof *rs->v);
     rs->v[i] = (struct sim_range){base, size};
@@ -140,6 +143,8 @@ struct sim_extent *sim_extset_find(const struct sim_extset *s, uintptr_t a)
 void sim_extset_insert(struct sim_extset *s, uintptr_t base, size_t size, int kind, int prot, void *data)
 {
     size_t i = ext_lower_bound(s, base);
+    SIM_ASSERT(i == 0 || s->v[i - 1].base + s->v[i - 1].size <= base);
+    SIM_ASSERT(i == s->n || base + size <= s->v[i].base);
     s->v = grow(s->v, &s->cap, s->n + 1, sizeof *s->v);
     memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
     s->v[i] = (struct sim_extent){base, size, kind, prot, data};

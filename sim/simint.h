@@ -11,6 +11,20 @@
 #include <stddef.h>
 #include "sim/simcore.h"
 
+/* Internal invariants, checked in the debug build (make DEBUG=1). */
+#ifdef SN_DEBUG
+#include <stdlib.h>
+#define SIM_ASSERT(cond)                                                                      \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
+            simgpu_log("internal assertion failed: %s (%s:%d)", #cond, __FILE__, __LINE__);   \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+#else
+#define SIM_ASSERT(cond) ((void)0)
+#endif
+
 /* Free address segments, kept sorted and coalesced (first fit). */
 struct sim_range { uintptr_t base; size_t size; };
 struct sim_rangeset { struct sim_range *v; size_t n, cap; };
