@@ -154,6 +154,17 @@ static void do_init(void)
     g_sim.compute = env_flag("SIMGPU_COMPUTE", 1);
     g_sim.vmm = env_flag("SIMGPU_VMM", 1);
     g_sim.stats = env_flag("SIMGPU_STATS", 0);
+    const char *fa = getenv("SIMGPU_FAULT_ALLOC");
+    if (fa && *fa) {
+        char *end;
+        unsigned long long n = strtoull(fa, &end, 10);
+        if (n == 0 || (*end && strcmp(end, "+")))
+            simgpu_log("SIMGPU_FAULT_ALLOC=%s not understood (N or N+, N >= 1); no faults injected", fa);
+        else {
+            g_sim.fault_at = n;
+            g_sim.fault_repeat = *end == '+';
+        }
+    }
     g_sim.hazards = 2;
     const char *hz = getenv("SIMGPU_HAZARDS");
     if (hz && *hz) {
@@ -207,6 +218,12 @@ struct simgpu_device *sim_dev(int i)
     return (i >= 0 && i < g_sim.ndev) ? &g_sim.dev[i] : NULL;
 }
 
+int sim_fault_alloc_locked(void)
+{
+    uint64_t n = ++g_sim.allocs;
+    return g_sim.fault_at && (n == g_sim.fault_at || (g_sim.fault_repeat && n > g_sim.fault_at));
+}
+
 /* Must be called with g_sim.lock held. */
 int sim_charge_locked(struct simgpu_device *d, size_t bytes)
 {
@@ -241,7 +258,7 @@ CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
     if (rs < size)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_sim.lock);
-    if (sim_charge_locked(d, rs) != 0) {
+    if (sim_fault_alloc_locked() || sim_charge_locked(d, rs) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }

@@ -96,6 +96,8 @@ struct simgpu_global {
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
+    uint64_t fault_at, allocs;    /* SIMGPU_FAULT_ALLOC: fail allocation number fault_at */
+    int fault_repeat;             /* ... and every one after it ("N+") */
 };
 extern struct simgpu_global g_sim;
 
@@ -108,5 +110,8 @@ void sim_hazard_note(const void *p, size_t bytes, int write, const char *what);
 void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end);
 void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size);
 int sim_charge_locked(struct simgpu_device *d, size_t bytes);
+/* Counts one device allocation attempt; 1 when fault injection says it must
+ * fail. Caller holds g_sim.lock. */
+int sim_fault_alloc_locked(void);
 
 #endif

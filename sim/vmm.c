@@ -136,7 +136,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_sim.lock);
-    if (sim_charge_locked(d, size) != 0) {
+    if (sim_fault_alloc_locked() || sim_charge_locked(d, size) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;

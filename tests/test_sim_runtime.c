@@ -78,6 +78,44 @@ static void test_capacity_and_oom(void **state)
     assert_true(CHILD_OK(sim_child_run(env, "body_capacity")));
 }
 
+/* Fault injection: the third device allocation fails (then, with "+",
+ * every later one), as if the device were full at that moment. */
+static int body_fault_once(void)
+{
+    void *p[4];
+    CHILD_CHECK(cudaMalloc(&p[0], 4096) == cudaSuccess);
+    CHILD_CHECK(cudaMalloc(&p[1], 4096) == cudaSuccess);
+    CHILD_CHECK(cudaMalloc(&p[2], 4096) == cudaErrorMemoryAllocation);
+    CHILD_CHECK(cudaMalloc(&p[3], 4096) == cudaSuccess);
+    size_t fr, tot;
+    CHILD_CHECK(cudaMemGetInfo(&fr, &tot) == cudaSuccess && tot - fr == 3 * 4096);
+    return 0;
+}
+
+static int body_fault_from(void)
+{
+    cuInit(0);
+    void *p[2];
+    CHILD_CHECK(cudaMalloc(&p[0], 4096) == cudaSuccess);
+    CHILD_CHECK(cudaMalloc(&p[1], 4096) == cudaErrorMemoryAllocation);
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemGenericAllocationHandle h;
+    CHILD_CHECK(cuMemCreate(&h, 2 * MiB, &prop, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    return 0;
+}
+
+static void test_fault_injection(void **state)
+{
+    (void)state;
+    const char *once[] = {"SIMGPU_FAULT_ALLOC=3", NULL};
+    assert_true(CHILD_OK(sim_child_run(once, "body_fault_once")));
+    const char *from[] = {"SIMGPU_FAULT_ALLOC=2+", NULL};
+    assert_true(CHILD_OK(sim_child_run(from, "body_fault_from")));
+}
+
 static void test_bad_config_falls_back(void **state)
 {
     (void)state;
@@ -942,6 +980,8 @@ static void test_driver_entry_points_via_getprocaddress(void **state)
 }
 
 static const struct sim_child_body k_bodies[] = {
+    {"body_fault_once", body_fault_once},
+    {"body_fault_from", body_fault_from},
     {"body_hazard_raw", body_hazard_raw},
     {"body_hazard_raw_ordered", body_hazard_raw_ordered},
     {"body_hazard_war", body_hazard_war},
@@ -966,6 +1006,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capacity_and_oom),
         cmocka_unit_test(test_bad_config_falls_back),
+        cmocka_unit_test(test_fault_injection),
         cmocka_unit_test(test_memcpy_all_kinds_bit_exact),
         cmocka_unit_test(test_memcpy2d_and_memset),
         cmocka_unit_test(test_pinned_vs_pageable_timing),
