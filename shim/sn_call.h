@@ -122,6 +122,15 @@ static inline void sn_call_shape_hashed(sn_call *c, int nd, const int *dim, uint
         s->dim[i] = dim[i];
 }
 
+/* Adds a shape kept ready by the caller (nd already within
+ * SN_SHAPE_MAX_DIMS) with its hash: descriptor caches keep theirs. */
+static inline void sn_call_shape_ready(sn_call *c, const sn_shape *s, uint64_t hash)
+{
+    c->shape_hash = sn_hash_mix(c->shape_hash, hash);
+    if (c->nshapes < SN_CALL_MAX_SHAPES)
+        c->shape[c->nshapes++] = *s;
+}
+
 static inline void sn_call_shape(sn_call *c, int nd, const int *dim)
 {
     sn_call_shape_hashed(c, nd, dim, 0);

@@ -58,17 +58,21 @@ typedef struct sn_device {
 
 static sn_device sn_devs[SN_MAX_DEVICES];
 
-static sn_trace *sn_trace_of_locked(int dev)
+static sn_trace *sn_trace_create_locked(int dev)
+{
+    sn_device *d = &sn_devs[dev];
+    d->trace = calloc(1, sizeof *d->trace);
+    if (d->trace)
+        sn_trace_init(d->trace, dev);
+    return d->trace;
+}
+
+static inline sn_trace *sn_trace_of_locked(int dev)
 {
     if (dev < 0 || dev >= SN_MAX_DEVICES)
         return NULL;
-    sn_device *d = &sn_devs[dev];
-    if (!d->trace) {
-        d->trace = calloc(1, sizeof *d->trace);
-        if (d->trace)
-            sn_trace_init(d->trace, dev);
-    }
-    return d->trace;
+    sn_trace *t = sn_devs[dev].trace;
+    return __builtin_expect(t != NULL, 1) ? t : sn_trace_create_locked(dev);
 }
 
 /* ---- streams and events the framework uses --------------------------------- */
@@ -253,9 +257,9 @@ static uint64_t sn_call_site(void)
      * the caller's: deeper frames rarely tell allocations apart and every
      * frame costs an unwind step */
     enum { SN_SITE_FRAMES = 9 };
-    uintptr_t pcs[SN_SITE_FRAMES];
     int n = 0;
 #if defined(__SANITIZE_THREAD__)
+    uintptr_t pcs[SN_SITE_FRAMES];
     unw_context_t ctx;
     unw_cursor_t cur;
     if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
@@ -267,17 +271,16 @@ static uint64_t sn_call_site(void)
         pcs[n++] = (uintptr_t)pc;
     }
 #else
-    void *frames[SN_SITE_FRAMES];
-    n = unw_backtrace(frames, SN_SITE_FRAMES);
-    for (int i = 0; i < n; i++)
-        pcs[i] = (uintptr_t)frames[i];
+    void *pcs[SN_SITE_FRAMES];
+    n = unw_backtrace(pcs, SN_SITE_FRAMES);
 #endif
     uint64_t h = 0;
     int used = 0;
     for (int i = 0; i < n && used < 6; i++) {
-        if (pcs[i] >= sn_own_lo && pcs[i] < sn_own_hi)
+        uintptr_t pc = (uintptr_t)pcs[i];
+        if (pc - sn_own_lo < sn_own_hi - sn_own_lo)
             continue;
-        h = sn_hash_mix(h, (uint64_t)pcs[i]);
+        h = sn_hash_mix(h, (uint64_t)pc);
         used++;
     }
     return h;
@@ -337,10 +340,9 @@ int sn_core_note_free(void *p, int kinds)
     if (a) {
         sn_on_stale(a, NULL);
         sn_reg_remove_locked(&sn_reg, a);
+        sn_reg_recycle_locked(&sn_reg, a);
     }
     pthread_mutex_unlock(&sn_lock);
-    if (a)
-        sn_reg_release(a);
     return a != NULL;
 }
 
@@ -453,11 +455,13 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
 
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
 {
+    /* Layouts are never removed: the lock taken for the lookup is kept for
+     * the scan. */
     pthread_mutex_lock(&sn_lock);
     sn_kernel_layout *k;
     HASH_FIND_PTR(sn_layouts, &func, k);
-    pthread_mutex_unlock(&sn_lock);
     if (!k) {
+        pthread_mutex_unlock(&sn_lock);
         k = sn_kernel_probe(func);
         if (!k) {
             c->flags |= SN_CALL_OPAQUE;
@@ -472,15 +476,14 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         } else {
             HASH_ADD_PTR(sn_layouts, func, k);
         }
-        pthread_mutex_unlock(&sn_lock);
     }
     if (k->nparams < 0 || (!args && k->nparams > 0)) {
+        pthread_mutex_unlock(&sn_lock);
         c->flags |= SN_CALL_OPAQUE;
         return;
     }
     /* Every aligned pointer-sized word of every argument that points into a
      * known device allocation: that whole allocation, read and written. */
-    pthread_mutex_lock(&sn_lock);
     for (int i = 0; i < k->nparams; i++) {
         const unsigned char *arg = args[i];
         if (!arg)
@@ -503,6 +506,12 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
 }
 
 /* ---- calls -------------------------------------------------------------------------- */
+
+/* A range's read, write and scratch bits are the access bits of the same
+ * name; only overwriting needs the range to cover the whole tensor. */
+_Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &&
+                   (int)SN_SCRATCH == (int)SN_ACC_SCRATCH,
+               "access modes of ranges and of tensors differ");
 
 static int sn_is_transfer(int op)
 {
@@ -578,13 +587,7 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
             if (!a->user)
                 continue;
             uint32_t id = (uint32_t)((uintptr_t)a->user - 1);
-            uint8_t mode = 0;
-            if (r->mode & SN_READ)
-                mode |= SN_ACC_R;
-            if (r->mode & SN_WRITE)
-                mode |= SN_ACC_W;
-            if (r->mode & SN_SCRATCH)
-                mode |= SN_ACC_SCRATCH;
+            uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH));
             if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
                 mode |= SN_ACC_KILL;
             int k = 0;
@@ -610,7 +613,7 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
         flags |= SN_TC_OPAQUE;
     t->index = sn_trace_call_add(tr, c, flags, acc, nacc);
     sn_device *d = &sn_devs[c->dev];
-    if (t->index >= 0 && (flags & SN_TC_STEP))
+    if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
         sn_profile_step_locked(d, tr->calls[t->index].sig);
     if (t->index < 0 || d->origin_state < 0 || d->profiled || d->npending >= SN_MAX_PENDING) {
         pthread_mutex_unlock(&sn_lock);
@@ -642,7 +645,8 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
-    if (t->index < 0)
+    /* An untimed step that succeeded is complete as recorded. */
+    if (t->index < 0 || (!t->timed && ok))
         return;
     sn_device *d = &sn_devs[t->dev];
     int recorded = t->timed && ok && sn_record(t->stop, c->stream) == 0;
@@ -732,7 +736,7 @@ void sn_core_device_reset(int dev)
         for (size_t i = 0; i < n; i++) {
             sn_on_stale(drop[i], NULL);
             sn_reg_remove_locked(&sn_reg, drop[i]);
-            sn_reg_release(drop[i]);
+            sn_reg_recycle_locked(&sn_reg, drop[i]);
         }
     }
     pthread_mutex_unlock(&sn_lock);

@@ -22,15 +22,19 @@ static inline uint64_t sn_gen(void)
 #define SN_CACHE_SLOTS 32
 #define SN_SLOT(p) ((((uintptr_t)(p)) >> 4) % SN_CACHE_SLOTS)
 
+/* What a descriptor says, ready to be added to a call: the recorded shape
+ * (first SN_SHAPE_MAX_DIMS dimensions) with its hash, and the bytes the
+ * data spans. */
 typedef struct sn_tensor_info {
     const void *desc;
     uint64_t gen;
     cudnnDataType_t type;
-    int nd;
-    int dim[SN_SHAPE_MAX_DIMS + 3], stride[SN_SHAPE_MAX_DIMS + 3];
-    uint64_t stride_hash, shape_hash;
-    uint64_t extent;     /* bytes spanned */
-    int dense;
+    int dense;           /* tensors: packed, no gaps */
+    int valid;           /* filters: every dimension positive */
+    sn_shape shape;
+    uint64_t shape_hash;
+    uint64_t stride_hash;
+    uint64_t extent;
 } sn_tensor_info;
 
 typedef struct sn_handle_info {
@@ -105,6 +109,49 @@ static unsigned sn_dnn_elem_bytes(cudnnDataType_t t)
     }
 }
 
+/* Shape and shape hash of the first SN_SHAPE_MAX_DIMS dimensions (the
+ * hash is the one sn_call_shape computes). */
+static void sn_info_shape(sn_tensor_info *ti, int nd, const int *dim)
+{
+    if (nd > SN_SHAPE_MAX_DIMS)
+        nd = SN_SHAPE_MAX_DIMS;
+    memset(&ti->shape, 0, sizeof ti->shape);
+    ti->shape.nd = nd;
+    ti->shape_hash = (uint64_t)nd + 1;
+    for (int i = 0; i < nd; i++) {
+        ti->shape.dim[i] = dim[i];
+        ti->shape_hash = sn_hash_mix(ti->shape_hash, (uint64_t)(unsigned)dim[i]);
+    }
+}
+
+/* Reads a tensor descriptor into its cache slot; NULL if cuDNN cannot
+ * describe it. */
+static __attribute__((noinline)) sn_tensor_info *sn_tensor_fill(sn_tensor_info *ti,
+                                                               cudnnTensorDescriptor_t desc,
+                                                               uint64_t gen)
+{
+    sn_real_cudnnGetTensorNdDescriptor_fn get = SN_REAL(cudnnGetTensorNdDescriptor);
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    int nd = 0, dim[SN_SHAPE_MAX_DIMS + 3], stride[SN_SHAPE_MAX_DIMS + 3];
+    if (!desc || !get ||
+        get(desc, SN_SHAPE_MAX_DIMS + 3, &type, &nd, dim, stride) != CUDNN_STATUS_SUCCESS ||
+        nd <= 0 || nd > SN_SHAPE_MAX_DIMS + 3)
+        return NULL;
+    sn_tensor_info fresh;
+    fresh.type = type;
+    fresh.stride_hash = 0;
+    for (int i = 0; i < nd; i++)
+        fresh.stride_hash = sn_hash_mix(fresh.stride_hash, (uint64_t)stride[i]);
+    fresh.dense = sn_extent_is_dense(nd, dim, stride);
+    fresh.valid = 1;
+    fresh.extent = sn_extent_strided(nd, dim, stride, sn_dnn_elem_bytes(type));
+    sn_info_shape(&fresh, nd, dim);
+    fresh.desc = desc;
+    fresh.gen = gen;
+    *ti = fresh;
+    return ti;
+}
+
 cudnnDataType_t sn_dnn_tensor(sn_call *c, cudnnTensorDescriptor_t desc, const void *p,
                               unsigned mode, int *dense)
 {
@@ -112,31 +159,12 @@ cudnnDataType_t sn_dnn_tensor(sn_call *c, cudnnTensorDescriptor_t desc, const vo
         *dense = 0;
     sn_tensor_info *ti = &sn_tensors_cache[SN_SLOT(desc)];
     uint64_t gen = sn_gen();
-    if (!desc || ti->desc != desc || ti->gen != gen) {
-        sn_real_cudnnGetTensorNdDescriptor_fn get = SN_REAL(cudnnGetTensorNdDescriptor);
-        sn_tensor_info fresh;
-        fresh.type = CUDNN_DATA_FLOAT;
-        if (!desc || !get ||
-            get(desc, SN_SHAPE_MAX_DIMS + 3, &fresh.type, &fresh.nd, fresh.dim, fresh.stride) !=
-                CUDNN_STATUS_SUCCESS ||
-            fresh.nd <= 0 || fresh.nd > SN_SHAPE_MAX_DIMS + 3) {
-            c->flags |= SN_CALL_OPAQUE;
-            return CUDNN_DATA_FLOAT;
-        }
-        fresh.stride_hash = 0;
-        for (int i = 0; i < fresh.nd; i++)
-            fresh.stride_hash = sn_hash_mix(fresh.stride_hash, (uint64_t)fresh.stride[i]);
-        fresh.dense = sn_extent_is_dense(fresh.nd, fresh.dim, fresh.stride);
-        fresh.extent = sn_extent_strided(fresh.nd, fresh.dim, fresh.stride, sn_dnn_elem_bytes(fresh.type));
-        int nd = fresh.nd > SN_SHAPE_MAX_DIMS ? SN_SHAPE_MAX_DIMS : fresh.nd;
-        fresh.shape_hash = (uint64_t)nd + 1;
-        for (int i = 0; i < nd; i++)
-            fresh.shape_hash = sn_hash_mix(fresh.shape_hash, (uint64_t)(unsigned)fresh.dim[i]);
-        fresh.desc = desc;
-        fresh.gen = gen;
-        *ti = fresh;
+    if (__builtin_expect(!desc || ti->desc != desc || ti->gen != gen, 0) &&
+        !sn_tensor_fill(ti, desc, gen)) {
+        c->flags |= SN_CALL_OPAQUE;
+        return CUDNN_DATA_FLOAT;
     }
-    sn_call_shape_hashed(c, ti->nd, ti->dim, ti->shape_hash);
+    sn_call_shape_ready(c, &ti->shape, ti->shape_hash);
     c->params = sn_hash_mix(c->params, ti->stride_hash);
     if (p) {
         sn_call_range(c, p, ti->extent, mode);
@@ -173,41 +201,56 @@ void sn_dnn_output(sn_call *c, cudnnTensorDescriptor_t desc, void *p, const void
         r->mode |= SN_OVERWRITE;
 }
 
+/* Reads a filter descriptor into its cache slot; NULL if cuDNN cannot
+ * describe it. */
+static __attribute__((noinline)) sn_tensor_info *sn_filter_fill(sn_tensor_info *fi,
+                                                               cudnnFilterDescriptor_t desc,
+                                                               uint64_t gen)
+{
+    sn_real_cudnnGetFilterNdDescriptor_fn get = SN_REAL(cudnnGetFilterNdDescriptor);
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    cudnnTensorFormat_t format;
+    int nd = 0, dim[SN_SHAPE_MAX_DIMS + 3];
+    if (!desc || !get ||
+        get(desc, SN_SHAPE_MAX_DIMS + 3, &type, &format, &nd, dim) != CUDNN_STATUS_SUCCESS ||
+        nd <= 0 || nd > SN_SHAPE_MAX_DIMS + 3)
+        return NULL;
+    sn_tensor_info fresh;
+    fresh.type = type;
+    fresh.stride_hash = 0;
+    fresh.dense = 0;
+    fresh.valid = 1;
+    uint64_t count = 1;
+    for (int i = 0; i < nd; i++) {
+        if (dim[i] <= 0)
+            fresh.valid = 0;
+        count *= (uint64_t)dim[i];
+    }
+    fresh.extent = fresh.valid ? count * sn_dnn_elem_bytes(type) : 0;
+    sn_info_shape(&fresh, nd, dim);
+    fresh.desc = desc;
+    fresh.gen = gen;
+    *fi = fresh;
+    return fi;
+}
+
 static int sn_dnn_filter_range(sn_call *c, cudnnFilterDescriptor_t desc, const void *p,
                                unsigned mode, cudnnDataType_t *type_out)
 {
     sn_tensor_info *fi = &sn_filters_cache[SN_SLOT(desc)];
     uint64_t gen = sn_gen();
-    if (!desc || fi->desc != desc || fi->gen != gen) {
-        sn_real_cudnnGetFilterNdDescriptor_fn get = SN_REAL(cudnnGetFilterNdDescriptor);
-        sn_tensor_info fresh;
-        cudnnTensorFormat_t format;
-        fresh.type = CUDNN_DATA_FLOAT;
-        if (!desc || !get ||
-            get(desc, SN_SHAPE_MAX_DIMS + 3, &fresh.type, &format, &fresh.nd, fresh.dim) !=
-                CUDNN_STATUS_SUCCESS ||
-            fresh.nd <= 0 || fresh.nd > SN_SHAPE_MAX_DIMS + 3) {
-            c->flags |= SN_CALL_OPAQUE;
-            return 0;
-        }
-        fresh.desc = desc;
-        fresh.gen = gen;
-        *fi = fresh;
+    if (__builtin_expect(!desc || fi->desc != desc || fi->gen != gen, 0) &&
+        !sn_filter_fill(fi, desc, gen)) {
+        c->flags |= SN_CALL_OPAQUE;
+        return 0;
     }
-    cudnnDataType_t type = fi->type;
-    int nd = fi->nd;
-    const int *dim = fi->dim;
-    sn_call_shape(c, nd, dim);
-    uint64_t count = 1;
-    for (int i = 0; i < nd; i++) {
-        if (dim[i] <= 0)
-            return 0;
-        count *= (uint64_t)dim[i];
-    }
+    sn_call_shape_ready(c, &fi->shape, fi->shape_hash);
+    if (!fi->valid)
+        return 0;
     if (type_out)
-        *type_out = type;
+        *type_out = fi->type;
     int before = c->nranges;
-    sn_call_range(c, p, count * sn_dnn_elem_bytes(type), mode);
+    sn_call_range(c, p, fi->extent, mode);
     return c->nranges > before;
 }
 

@@ -13,6 +13,8 @@ void sn_reg_init(sn_registry *r)
 {
     memset(r, 0, sizeof *r);
     r->next_serial = 1;
+    /* cache slots start with generation 0: never valid */
+    r->gen = 1;
 }
 
 void sn_reg_destroy(sn_registry *r)
@@ -26,6 +28,11 @@ void sn_reg_destroy(sn_registry *r)
     HASH_ITER(hh, r->phys, p, ptmp) {
         HASH_DEL(r->phys, p);
         free(p);
+    }
+    while (r->spare) {
+        sn_alloc *next = r->spare->next_spare;
+        free(r->spare);
+        r->spare = next;
     }
     free(r->sorted);
     memset(r, 0, sizeof *r);
@@ -47,15 +54,20 @@ static size_t sn_reg_upper(const sn_registry *r, uintptr_t addr)
 
 sn_alloc *sn_reg_find_locked(sn_registry *r, uintptr_t addr)
 {
-    sn_alloc *a;
-    HASH_FIND(hh, r->by_base, &addr, sizeof addr, a);
+    sn_alloc *a = sn_reg_cached_find(r, addr);
     if (a)
         return a;
-    size_t i = sn_reg_upper(r, addr);
-    if (i == 0)
-        return NULL;
-    a = r->sorted[i - 1];
-    return addr - a->base < a->size ? a : NULL;
+    HASH_FIND(hh, r->by_base, &addr, sizeof addr, a);
+    if (!a) {
+        size_t i = sn_reg_upper(r, addr);
+        if (i == 0)
+            return NULL;
+        a = r->sorted[i - 1];
+        if (addr - a->base >= a->size)
+            return NULL;
+    }
+    sn_reg_cache_put(r, addr, a);
+    return a;
 }
 
 sn_alloc *sn_reg_exact_locked(sn_registry *r, uintptr_t base, int kinds)
@@ -65,14 +77,14 @@ sn_alloc *sn_reg_exact_locked(sn_registry *r, uintptr_t base, int kinds)
     return a && (a->kind & kinds) ? a : NULL;
 }
 
-size_t sn_reg_overlapping_locked(sn_registry *r, uintptr_t addr, uint64_t bytes, sn_alloc **out,
-                                 size_t max)
+size_t sn_reg_overlapping_search_locked(sn_registry *r, uintptr_t addr, uint64_t bytes,
+                                        sn_alloc **out, size_t max)
 {
-    if (!bytes)
-        return 0;
     size_t i = sn_reg_upper(r, addr);
-    if (i > 0 && addr - r->sorted[i - 1]->base < r->sorted[i - 1]->size)
+    if (i > 0 && addr - r->sorted[i - 1]->base < r->sorted[i - 1]->size) {
         i--;
+        sn_reg_cache_put(r, addr, r->sorted[i]);
+    }
     size_t n = 0;
     uintptr_t end = addr + bytes;
     for (; i < r->count && r->sorted[i]->base < end; i++) {
@@ -85,6 +97,7 @@ size_t sn_reg_overlapping_locked(sn_registry *r, uintptr_t addr, uint64_t bytes,
 
 static void sn_reg_unlink(sn_registry *r, sn_alloc *a)
 {
+    r->gen++;
     HASH_DEL(r->by_base, a);
     size_t i = sn_reg_upper(r, a->base);
     /* a is the last entry with base <= a->base */
@@ -106,13 +119,26 @@ void sn_reg_release(sn_alloc *a)
     free(a);
 }
 
+/* Allocation records are reused rather than returned to malloc: frameworks
+ * that allocate per step make one insertion and one removal per tensor. */
+void sn_reg_recycle_locked(sn_registry *r, sn_alloc *a)
+{
+    a->next_spare = r->spare;
+    r->spare = a;
+}
+
 sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int kind, int owner,
                             int dev, void (*on_stale)(sn_alloc *, void *), void *ctx)
 {
     if (size == 0)
         size = 1; /* a zero-byte allocation still owns its address */
+    /* Usually nothing overlaps (no free was missed) and the position found
+     * here is where the new record goes. */
+    size_t at = sn_reg_upper(r, base);
+    int clear = (at == 0 || base - r->sorted[at - 1]->base >= r->sorted[at - 1]->size) &&
+                (at == r->count || r->sorted[at]->base - base >= size);
     sn_alloc *stale[8];
-    for (;;) {
+    while (!clear) {
         size_t n = sn_reg_overlapping_locked(r, base, size, stale, 8);
         if (!n)
             break;
@@ -121,7 +147,7 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
             sn_reg_unlink(r, stale[j]);
             if (on_stale)
                 on_stale(stale[j], ctx);
-            free(stale[j]);
+            sn_reg_recycle_locked(r, stale[j]);
         }
     }
     if (r->count == r->cap) {
@@ -132,9 +158,14 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
         r->sorted = s;
         r->cap = cap;
     }
-    sn_alloc *a = calloc(1, sizeof *a);
-    if (!a)
+    sn_alloc *a = r->spare;
+    if (a) {
+        r->spare = a->next_spare;
+        memset(a, 0, sizeof *a);
+    } else if (!(a = calloc(1, sizeof *a))) {
         return NULL;
+    }
+    r->gen++;
     a->base = base;
     a->size = size;
     a->kind = kind;
@@ -142,7 +173,7 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
     a->dev = dev;
     a->serial = r->next_serial++;
     HASH_ADD(hh, r->by_base, base, sizeof a->base, a);
-    size_t i = sn_reg_upper(r, base);
+    size_t i = clear ? at : sn_reg_upper(r, base);
     memmove(&r->sorted[i + 1], &r->sorted[i], (r->count - i) * sizeof r->sorted[0]);
     r->sorted[i] = a;
     r->count++;

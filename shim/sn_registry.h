@@ -18,6 +18,24 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* uthash's default (Jenkins) hash costs more than the rest of a lookup; the
+ * keys here are addresses and handles, which one multiply spreads well. */
+static inline unsigned sn_reg_key_hash(const void *key, size_t len)
+{
+    uint64_t h = 0;
+    const unsigned char *k = key;
+    for (; len >= sizeof h; len -= sizeof h, k += sizeof h) {
+        uint64_t w;
+        memcpy(&w, k, sizeof w);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+    }
+    for (; len; len--, k++)
+        h = (h ^ *k) * 0x9e3779b97f4a7c15ULL;
+    return (unsigned)(h >> 32);
+}
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = sn_reg_key_hash((keyptr), (size_t)(keylen)))
 #include <uthash.h>
 
 enum sn_alloc_kind {
@@ -45,6 +63,7 @@ typedef struct sn_alloc {
     int dev;
     uint64_t serial;     /* order of creation, unique */
     void *user;          /* the tracer's record of this allocation */
+    struct sn_alloc *next_spare;
     UT_hash_handle hh;
 } sn_alloc;
 
@@ -55,10 +74,24 @@ typedef struct sn_phys {
     UT_hash_handle hh;
 } sn_phys;
 
+/* Ranges are looked up far more often than allocations change, and a step
+ * touches the same few allocations every iteration: the last allocation
+ * found for an address is remembered, tagged with the registry's
+ * generation (bumped by every insertion and removal). */
+#define SN_REG_CACHE_SLOTS 64
+typedef struct sn_reg_cached {
+    uintptr_t addr;
+    uint64_t gen;
+    sn_alloc *alloc;
+} sn_reg_cached;
+
 typedef struct sn_registry {
     sn_alloc *by_base;       /* uthash on base */
     sn_alloc **sorted;       /* live allocations by ascending base */
     size_t count, cap;
+    uint64_t gen;            /* changes with every insertion and removal */
+    sn_reg_cached cache[SN_REG_CACHE_SLOTS];
+    sn_alloc *spare;         /* released records, reused by insertions */
     sn_phys *phys;           /* uthash on handle */
     uint64_t next_serial;
     uint64_t bytes[SN_KIND_MAPPING + 1]; /* live bytes per kind */
@@ -77,13 +110,53 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
 sn_alloc *sn_reg_exact_locked(sn_registry *r, uintptr_t base, int kinds);
 /* The allocation containing addr, or NULL. */
 sn_alloc *sn_reg_find_locked(sn_registry *r, uintptr_t addr);
-/* Unlinks a (the caller frees it with sn_reg_release). */
+/* Unlinks a (the caller frees it with sn_reg_release, or hands it back
+ * to the registry for reuse with sn_reg_recycle_locked). */
 void sn_reg_remove_locked(sn_registry *r, sn_alloc *a);
 void sn_reg_release(sn_alloc *a);
+void sn_reg_recycle_locked(sn_registry *r, sn_alloc *a);
+/* Allocations overlapping [addr, addr+bytes), up to max, in address order.
+ * Returns how many overlap (possibly more than max). bytes must not be 0. */
+size_t sn_reg_overlapping_search_locked(sn_registry *r, uintptr_t addr, uint64_t bytes,
+                                        sn_alloc **out, size_t max);
+
+static inline sn_reg_cached *sn_reg_slot(sn_registry *r, uintptr_t addr)
+{
+    return &r->cache[((uint64_t)addr * 0x9e3779b97f4a7c15ULL) >> 58];
+}
+
+/* The cached allocation containing addr, or NULL if none is cached. */
+static inline sn_alloc *sn_reg_cached_find(sn_registry *r, uintptr_t addr)
+{
+    const sn_reg_cached *s = sn_reg_slot(r, addr);
+    return s->addr == addr && s->gen == r->gen ? s->alloc : NULL;
+}
+
+static inline void sn_reg_cache_put(sn_registry *r, uintptr_t addr, sn_alloc *a)
+{
+    sn_reg_cached *s = sn_reg_slot(r, addr);
+    s->addr = addr;
+    s->gen = r->gen;
+    s->alloc = a;
+}
+
 /* Allocations overlapping [addr, addr+bytes), up to max, in address order.
  * Returns how many overlap (possibly more than max). */
-size_t sn_reg_overlapping_locked(sn_registry *r, uintptr_t addr, uint64_t bytes, sn_alloc **out,
-                                 size_t max);
+static inline size_t sn_reg_overlapping_locked(sn_registry *r, uintptr_t addr, uint64_t bytes,
+                                               sn_alloc **out, size_t max)
+{
+    if (!bytes)
+        return 0;
+    /* Allocations never overlap: one that holds the whole range is the only
+     * one the range touches. */
+    sn_alloc *a = sn_reg_cached_find(r, addr);
+    if (a && bytes <= a->base + a->size - addr) {
+        if (max)
+            out[0] = a;
+        return 1;
+    }
+    return sn_reg_overlapping_search_locked(r, addr, bytes, out, max);
+}
 
 int sn_reg_phys_add_locked(sn_registry *r, uint64_t handle, uint64_t size, int owner, int dev);
 int sn_reg_phys_remove_locked(sn_registry *r, uint64_t handle);

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void sn_trace_init(sn_trace *t, int dev)
 {
@@ -12,24 +13,41 @@ void sn_trace_init(sn_trace *t, int dev)
     t->dev = dev;
 }
 
+/* The arrays of the log grow to hundreds of megabytes on long runs: they
+ * are mapped directly and grown with mremap, which moves pages instead of
+ * copying them and never holds the old and the new copy at once. */
+static size_t sn_map_bytes(size_t cap, size_t elem)
+{
+    size_t page = 4096;
+    return (cap * elem + page - 1) / page * page;
+}
+
+static void sn_unmap(void *p, size_t cap, size_t elem)
+{
+    if (p)
+        munmap(p, sn_map_bytes(cap, elem));
+}
+
 void sn_trace_destroy(sn_trace *t)
 {
-    free(t->tensors);
-    free(t->calls);
-    free(t->acc);
-    free(t->shapes);
+    sn_unmap(t->tensors, t->cap_tensors, sizeof *t->tensors);
+    sn_unmap(t->calls, t->cap_calls, sizeof *t->calls);
+    sn_unmap(t->acc, t->cap_acc, sizeof *t->acc);
+    sn_unmap(t->shapes, t->cap_shapes, sizeof *t->shapes);
     memset(t, 0, sizeof *t);
 }
 
-static int sn_grow(void **p, size_t *cap, size_t need, size_t elem)
+static int sn_grow_mapped(void **p, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return 0;
     size_t c = *cap ? *cap * 2 : 1024;
     while (c < need)
         c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
+    void *q = *p ? mremap(*p, sn_map_bytes(*cap, elem), sn_map_bytes(c, elem), MREMAP_MAYMOVE)
+                 : mmap(NULL, sn_map_bytes(c, elem), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED)
         return -1;
     *p = q;
     *cap = c;
@@ -39,7 +57,7 @@ static int sn_grow(void **p, size_t *cap, size_t need, size_t elem)
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site)
 {
     if (t->ntensors >= UINT32_MAX - 1 ||
-        sn_grow((void **)&t->tensors, &t->cap_tensors, t->ntensors + 1, sizeof *t->tensors))
+        sn_grow_mapped((void **)&t->tensors, &t->cap_tensors, t->ntensors + 1, sizeof *t->tensors))
         return UINT32_MAX;
     sn_trace_tensor *x = &t->tensors[t->ntensors];
     x->base = base;
@@ -84,33 +102,41 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
         t->full = 1;
         return -1;
     }
-    if (sn_grow((void **)&t->calls, &t->cap_calls, t->ncalls + 1, sizeof *t->calls) ||
-        sn_grow((void **)&t->acc, &t->cap_acc, t->nacc + (size_t)nacc, sizeof *t->acc) ||
-        sn_grow((void **)&t->shapes, &t->cap_shapes, t->nshapes + (size_t)c->nshapes,
-                sizeof *t->shapes))
+    int nshapes = c->nshapes;
+    if (__builtin_expect(t->ncalls >= t->cap_calls || t->nacc + (size_t)nacc > t->cap_acc ||
+                             t->nshapes + (size_t)nshapes > t->cap_shapes,
+                         0) &&
+        (sn_grow_mapped((void **)&t->calls, &t->cap_calls, t->ncalls + 1, sizeof *t->calls) ||
+         sn_grow_mapped((void **)&t->acc, &t->cap_acc, t->nacc + (size_t)nacc, sizeof *t->acc) ||
+         sn_grow_mapped((void **)&t->shapes, &t->cap_shapes, t->nshapes + (size_t)nshapes,
+                        sizeof *t->shapes)))
         return -1;
     sn_trace_call *e = &t->calls[t->ncalls];
-    memset(e, 0, sizeof *e);
-    e->op = (uint16_t)c->op;
-    e->hook = (uint16_t)c->hook;
-    e->flags = (uint8_t)flags;
-    e->nacc = (uint16_t)nacc;
-    e->acc_begin = (uint32_t)t->nacc;
-    e->nshapes = (uint8_t)c->nshapes;
-    e->shape_begin = (uint32_t)t->nshapes;
-    e->algo = c->algo;
-    e->sig = sn_trace_signature(c);
-    e->workspace = c->workspace;
-    e->live_bytes = t->live_bytes;
-    e->stream = c->stream;
-    e->start_ms = -1;
-    e->dur_ms = -1;
-    if (nacc > 0)
-        memcpy(&t->acc[t->nacc], acc, (size_t)nacc * sizeof *acc);
+    *e = (sn_trace_call){
+        .op = (uint16_t)c->op,
+        .hook = (uint16_t)c->hook,
+        .flags = (uint8_t)flags,
+        .nshapes = (uint8_t)nshapes,
+        .nacc = (uint16_t)nacc,
+        .acc_begin = (uint32_t)t->nacc,
+        .shape_begin = (uint32_t)t->nshapes,
+        .algo = c->algo,
+        .sig = sn_trace_signature(c),
+        .workspace = c->workspace,
+        .live_bytes = t->live_bytes,
+        .stream = c->stream,
+        .start_ms = -1,
+        .dur_ms = -1,
+    };
+    /* a handful of entries each: plain loops beat calls to memcpy */
+    sn_trace_access *a = &t->acc[t->nacc];
+    for (int i = 0; i < nacc; i++)
+        a[i] = acc[i];
     t->nacc += (size_t)nacc;
-    if (c->nshapes > 0)
-        memcpy(&t->shapes[t->nshapes], c->shape, (size_t)c->nshapes * sizeof *c->shape);
-    t->nshapes += (size_t)c->nshapes;
+    sn_shape *sh = &t->shapes[t->nshapes];
+    for (int i = 0; i < nshapes; i++)
+        sh[i] = c->shape[i];
+    t->nshapes += (size_t)nshapes;
     return (int64_t)t->ncalls++;
 }
 
