@@ -54,28 +54,11 @@ void fail_cudnn(cudnnStatus_t s, const char *call, const char *file, int line)
     trainer_exit(oom ? EXIT_OOM : EXIT_CUDA_ERROR);
 }
 
-static const char *cublas_status_name(cublasStatus_t s)
-{
-    switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    }
-    return "unknown cuBLAS status";
-}
-
 void fail_cublas(cublasStatus_t s, const char *call, const char *file, int line)
 {
     int oom = s == CUBLAS_STATUS_ALLOC_FAILED;
     fprintf(stderr, "sntrain: %s%s failed: %s at %s:%d\n", oom ? "out of memory: " : "", call,
-            cublas_status_name(s), file, line);
+            cublasGetStatusName(s), file, line);
     if (oom)
         report_memory();
     trainer_exit(oom ? EXIT_OOM : EXIT_CUDA_ERROR);
