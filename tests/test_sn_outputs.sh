@@ -12,18 +12,10 @@
 # Set SN_UPDATE_GOLDEN=1 to rewrite the golden file after a deliberate
 # change of the format. Prints TAP-like "ok"/"not ok" lines.
 set -u
-BUILD_DIR=${SN_TEST_BUILD:-$PWD/build}
-export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
-lib="$BUILD_DIR/libsn.so"
-preload="$lib"
-case "${SANITIZE:-}" in
-address) preload="$(gcc -print-file-name=libasan.so) $lib" ;;
-thread) preload="$(gcc -print-file-name=libtsan.so) $lib" ;;
-esac
+preload=$SN_PRELOAD
 trainer="$BUILD_DIR/sntrain"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 golden="$here/test_sn_report.golden"
 args=(--net alexnet --input 67 --batch 2 --width 4 --iters 4 --alloc darknet)
 

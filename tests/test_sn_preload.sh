@@ -6,17 +6,9 @@
 # requires the same return codes and last-error states line for line.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
-BUILD_DIR=${SN_TEST_BUILD:-$PWD/build}
-export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/lib.sh"
 bin="$BUILD_DIR/tests/test_sn_passthrough"
-lib="$BUILD_DIR/libsn.so"
-# A sanitizer's runtime must come first in the library list.
-case "${SANITIZE:-}" in
-address) lib="$(gcc -print-file-name=libasan.so) $lib" ;;
-thread) lib="$(gcc -print-file-name=libtsan.so) $lib" ;;
-esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+lib=$SN_PRELOAD
 
 "$bin" >"$tmp/plain.out" 2>"$tmp/plain.err"
 rc=$?

@@ -9,18 +9,10 @@
 #    number of iterations.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
-BUILD_DIR=${SN_TEST_BUILD:-$PWD/build}
-export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 trainer="$BUILD_DIR/sntrain"
-lib="$BUILD_DIR/libsn.so"
-# A sanitizer's runtime must come first in the library list.
-case "${SANITIZE:-}" in
-address) lib="$(gcc -print-file-name=libasan.so) $lib" ;;
-thread) lib="$(gcc -print-file-name=libtsan.so) $lib" ;;
-esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+lib=$SN_PRELOAD
 iters=4
 
 # What must not change: every loss and the checksum of the weights.
