@@ -124,6 +124,11 @@ largest_batch() {
     echo
     echo "SIMGPU_PROFILE=k40 SIMGPU_COMPUTE=0; doubling then bisection to within"
     echo "1/16 (the value shown trains; the next step up runs out of memory)."
+    if [ -f "$LIBSN" ]; then
+        echo "\"+ libsn\": libsn.so preloaded in its default mode (SN_MODE=manage). Its memory"
+        echo "manager is not built yet, so that mode only observes: equal numbers show that"
+        echo "libsn takes no device memory of its own."
+    fi
     echo
     header="| network |"; rule="|---|"
     for style in "${STYLES[@]}"; do header+=" $style |"; rule+="---:|"; done
