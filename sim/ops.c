@@ -234,7 +234,6 @@ CUresult simgpu_event_create(CUevent *out, unsigned flags)
     struct CUevent_st *e = calloc(1, sizeof *e);
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    e->magic = SIM_EVENT_MAGIC;
     e->dev = simgpu_current_device();
     e->flags = flags;
     pthread_mutex_lock(&g_sim.lock);

@@ -43,7 +43,7 @@ struct sim_extent *sim_extset_find(const struct sim_extset *s, uintptr_t a);
 void sim_extset_insert(struct sim_extset *s, uintptr_t base, size_t size, int kind, int prot, void *data);
 void sim_extset_remove(struct sim_extset *s, uintptr_t base);
 
-/* Sets of live handles (events, VMM allocations), so that a stale or
+/* Sets of live handles (streams, events, VMM allocations), so that a stale or
  * made-up handle is recognised without reading through it, and so that
  * everything a program never destroyed stays reachable until exit, as a
  * context keeps it. The caller holds g_sim.lock. */
@@ -54,7 +54,6 @@ int sim_handle_del(struct sim_handle **set, const void *p);
 
 /* A VMM physical allocation (cuMemCreate). */
 struct sim_phys {
-    uint64_t magic;
     int dev;
     size_t offset, size;   /* in the device's memfd */
     int maps;              /* live mappings */
@@ -92,7 +91,7 @@ struct simgpu_global {
     int ndev, compute, vmm, stats;
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
-    struct sim_handle *events, *phys;
+    struct sim_handle *streams, *events, *phys;
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */

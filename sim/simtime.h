@@ -14,11 +14,9 @@
 /* CPU cost of a polling call (cudaEventQuery / cudaStreamQuery). */
 #define SIM_HOST_POLL_NS 500ull
 
-#define SIM_STREAM_MAGIC 0x53494d5354524d31ull
-#define SIM_EVENT_MAGIC 0x53494d4556454e54ull
-
+/* Streams, events and VMM allocations are validated through g_sim's live
+ * handle sets, never by reading through a pointer the program passed. */
 struct CUstream_st {
-    uint64_t magic;
     int dev;
     unsigned flags;
     int priority;
@@ -27,7 +25,6 @@ struct CUstream_st {
 };
 
 struct CUevent_st {
-    uint64_t magic;
     int dev;
     unsigned flags;
     int recorded;

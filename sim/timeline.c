@@ -25,15 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
 static __thread struct CUstream_st *t_ptds[SIMGPU_MAX_DEVICES];
-
-struct stream_key { struct CUstream_st *s; UT_hash_handle hh; };
-static struct stream_key *g_streams;
 
 static uint64_t *host_clock(void) { return &g_sim.host_now; }
 
@@ -67,21 +62,15 @@ void sim_host_call_locked(void) { host_advance_locked(*host_clock() + SIM_HOST_C
 struct CUstream_st *sim_stream_create(int dev, unsigned flags, int priority)
 {
     struct CUstream_st *s = calloc(1, sizeof *s);
-    struct stream_key *k = calloc(1, sizeof *k);
-    if (!s || !k) {
-        free(s);
-        free(k);
+    if (!s)
         return NULL;
-    }
-    s->magic = SIM_STREAM_MAGIC;
     s->dev = dev;
     s->flags = flags;
     s->priority = priority;
     s->blocking = !(flags & CU_STREAM_NON_BLOCKING);
-    k->s = s;
     pthread_mutex_lock(&g_sim.lock);
     s->ready = *host_clock();
-    HASH_ADD_PTR(g_streams, s, k);
+    sim_handle_add(&g_sim.streams, s);
     pthread_mutex_unlock(&g_sim.lock);
     return s;
 }
@@ -89,16 +78,10 @@ struct CUstream_st *sim_stream_create(int dev, unsigned flags, int priority)
 int sim_stream_destroy(struct CUstream_st *s)
 {
     pthread_mutex_lock(&g_sim.lock);
-    struct stream_key *k;
-    HASH_FIND_PTR(g_streams, &s, k);
-    if (!k) {
-        pthread_mutex_unlock(&g_sim.lock);
-        return -1;
-    }
-    HASH_DEL(g_streams, k);
-    s->magic = 0;
+    int gone = sim_handle_del(&g_sim.streams, s);
     pthread_mutex_unlock(&g_sim.lock);
-    free(k);
+    if (gone != 0)
+        return -1;
     free(s);
     return 0;
 }
@@ -118,7 +101,6 @@ struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy)
             struct CUstream_st *s = calloc(1, sizeof *s);
             if (!s)
                 abort();
-            s->magic = SIM_STREAM_MAGIC;
             s->dev = dev;
             s->blocking = 1;
             s->ready = *host_clock();
@@ -127,9 +109,7 @@ struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy)
         return t_ptds[dev];
     }
     struct CUstream_st *s = (struct CUstream_st *)h;
-    struct stream_key *k;
-    HASH_FIND_PTR(g_streams, &s, k);
-    return k ? s : NULL;
+    return sim_handle_has(&g_sim.streams, s) ? s : NULL;
 }
 
 CUresult simgpu_stream_check(CUstream h)

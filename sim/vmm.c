@@ -21,8 +21,6 @@
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
-#define PHYS_MAGIC 0x5349475048595321ull
-
 static int aligned(size_t v) { return v % SIMGPU_GRANULARITY == 0; }
 
 /* Caller holds g_sim.lock. */
@@ -148,7 +146,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *p = (struct sim_phys){PHYS_MAGIC, d->index, off, size, 0, 0};
+    *p = (struct sim_phys){d->index, off, size, 0, 0};
     sim_handle_add(&g_sim.phys, p);
     pthread_mutex_unlock(&g_sim.lock);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
