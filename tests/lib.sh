@@ -1,13 +1,17 @@
 # tests/lib.sh — common set-up of the shell tests, sourced by them: where the
-# build is, the simulated libraries on LD_LIBRARY_PATH, the LD_PRELOAD value
-# that loads libsn (under a sanitizer its runtime must be loaded first, before
-# libsn), and a scratch folder removed at exit.
+# build is, the simulated libraries on LD_LIBRARY_PATH, a scratch folder
+# removed at exit, and what to preload. Under a sanitizer its runtime must be
+# loaded first: SAN_PRELOAD is that runtime alone (for a program built
+# without the sanitizer that loads the instrumented simulated libraries),
+# SN_PRELOAD is the runtime followed by libsn.
 BUILD_DIR=${SN_TEST_BUILD:-$PWD/${BUILD:-build}}
 export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-SN_PRELOAD="$BUILD_DIR/libsn.so"
+SAN_PRELOAD=""
 case "${SANITIZE:-}" in
-address) SN_PRELOAD="$(gcc -print-file-name=libasan.so) $SN_PRELOAD" ;;
-thread) SN_PRELOAD="$(gcc -print-file-name=libtsan.so) $SN_PRELOAD" ;;
+address) SAN_PRELOAD="$(gcc -print-file-name=libasan.so)" ;;
+thread) SAN_PRELOAD="$(gcc -print-file-name=libtsan.so)" ;;
+undefined) SAN_PRELOAD="$(gcc -print-file-name=libubsan.so)" ;;
 esac
+SN_PRELOAD="${SAN_PRELOAD:+$SAN_PRELOAD }$BUILD_DIR/libsn.so"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -8,3 +8,4 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
 TEST_SCRIPTS += tests/test_sim_sample.sh
+TEST_SCRIPTS += tests/test_sim_nvcc.sh
