@@ -180,13 +180,13 @@ CUresult simgpu_stream_synchronize(CUstream s)
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
-    int legacy;
-    if (!sim_stream_resolve_locked(s, &legacy) && !legacy) {
+    struct sim_stream_ref r;
+    if (sim_stream_lookup_locked(s, &r) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
     sim_host_call_locked();
-    simgpu_host_wait_until(sim_stream_done_locked(s));
+    simgpu_host_wait_until(sim_stream_ready_locked(&r));
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
@@ -195,13 +195,13 @@ CUresult simgpu_stream_query(CUstream s)
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
-    int legacy;
-    if (!sim_stream_resolve_locked(s, &legacy) && !legacy) {
+    struct sim_stream_ref r;
+    if (sim_stream_lookup_locked(s, &r) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
     simgpu_host_wait_until(simgpu_host_now() + SIM_HOST_POLL_NS);
-    CUresult rc = sim_stream_done_locked(s) <= simgpu_host_now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    CUresult rc = sim_stream_ready_locked(&r) <= simgpu_host_now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&g_sim.lock);
     return rc;
 }
@@ -262,18 +262,17 @@ CUresult simgpu_event_record(CUevent e, CUstream s)
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&g_sim.lock);
-    int legacy;
-    struct CUstream_st *st = sim_stream_resolve_locked(s, &legacy);
-    if (!st && !legacy) {
+    struct sim_stream_ref r;
+    if (sim_stream_lookup_locked(s, &r) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
     sim_host_call_locked();
-    uint64_t t = sim_stream_done_locked(s), now = simgpu_host_now();
+    uint64_t t = sim_stream_ready_locked(&r), now = simgpu_host_now();
     ev->time = t > now ? t : now;
     ev->recorded = 1;
     /* On the legacy stream the record is itself an op others wait for. */
-    sim_stream_set_ready_locked(sim_dev(st ? st->dev : simgpu_current_device()), st, legacy, ev->time);
+    sim_stream_set_ready_locked(&r, ev->time);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
@@ -327,15 +326,14 @@ CUresult simgpu_stream_wait_event(CUstream s, CUevent e)
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&g_sim.lock);
-    int legacy;
-    struct CUstream_st *st = sim_stream_resolve_locked(s, &legacy);
-    if (!st && !legacy) {
+    struct sim_stream_ref r;
+    if (sim_stream_lookup_locked(s, &r) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
     sim_host_call_locked();
     if (ev->recorded)
-        sim_stream_set_ready_locked(sim_dev(st ? st->dev : simgpu_current_device()), st, legacy, ev->time);
+        sim_stream_set_ready_locked(&r, ev->time);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }

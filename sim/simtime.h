@@ -33,10 +33,16 @@ struct CUevent_st {
 
 struct CUstream_st *sim_stream_create(int dev, unsigned flags, int priority);
 int sim_stream_destroy(struct CUstream_st *s);
-struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy);
-uint64_t sim_stream_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy);
-void sim_stream_set_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy, uint64_t t);
-uint64_t sim_stream_done_locked(CUstream h);
+/* A stream handle resolved: the stream object (NULL for the legacy default
+ * stream), whether it is the legacy stream, and its device. */
+struct sim_stream_ref { struct CUstream_st *s; int legacy; struct simgpu_device *d; };
+/* 0 when h names a stream (special handles included), -1 when it names none.
+ * The caller holds the lock, as for the two below. */
+int sim_stream_lookup_locked(CUstream h, struct sim_stream_ref *r);
+/* When new work may start on the stream, which is also when everything
+ * issued on it so far has finished. */
+uint64_t sim_stream_ready_locked(const struct sim_stream_ref *r);
+void sim_stream_set_ready_locked(const struct sim_stream_ref *r, uint64_t t);
 uint64_t sim_device_done_locked(int dev);
 void sim_host_call_locked(void);
 

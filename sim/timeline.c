@@ -86,9 +86,8 @@ int sim_stream_destroy(struct CUstream_st *s)
     return 0;
 }
 
-/* Resolves the special handles. NULL: not a stream we know. The caller
- * holds the lock. */
-struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy)
+/* Resolves the special handles. NULL: not a stream we know. */
+static struct CUstream_st *stream_resolve_locked(CUstream h, int *legacy)
 {
     *legacy = 0;
     if (h == NULL || h == CU_STREAM_LEGACY) {
@@ -112,32 +111,40 @@ struct CUstream_st *sim_stream_resolve_locked(CUstream h, int *legacy)
     return sim_handle_has(&g_sim.streams, s) ? s : NULL;
 }
 
+int sim_stream_lookup_locked(CUstream h, struct sim_stream_ref *r)
+{
+    r->s = stream_resolve_locked(h, &r->legacy);
+    r->d = sim_dev(r->s ? r->s->dev : simgpu_current_device());
+    return (r->s || r->legacy) ? 0 : -1;
+}
+
 CUresult simgpu_stream_check(CUstream h)
 {
     simgpu_init();
-    int legacy;
+    struct sim_stream_ref r;
     pthread_mutex_lock(&g_sim.lock);
-    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
+    int rc = sim_stream_lookup_locked(h, &r);
     pthread_mutex_unlock(&g_sim.lock);
-    return (legacy || s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 int simgpu_stream_device(CUstream h)
 {
     simgpu_init();
-    int legacy;
+    struct sim_stream_ref r;
     pthread_mutex_lock(&g_sim.lock);
-    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
-    int dev = s ? s->dev : simgpu_current_device();
+    sim_stream_lookup_locked(h, &r);
     pthread_mutex_unlock(&g_sim.lock);
-    return dev;
+    return r.d->index;
 }
 
 /* Earliest time new work on this stream may start, by stream order and the
  * legacy default stream's implicit synchronisation. */
-uint64_t sim_stream_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy)
+uint64_t sim_stream_ready_locked(const struct sim_stream_ref *r)
 {
-    if (legacy)
+    const struct simgpu_device *d = r->d;
+    const struct CUstream_st *s = r->s;
+    if (r->legacy)
         return d->legacy_ready > d->blocking_max ? d->legacy_ready : d->blocking_max;
     uint64_t t = s->ready;
     if (s->blocking && d->legacy_ready > t)
@@ -145,9 +152,11 @@ uint64_t sim_stream_ready_locked(struct simgpu_device *d, struct CUstream_st *s,
     return t;
 }
 
-void sim_stream_set_ready_locked(struct simgpu_device *d, struct CUstream_st *s, int legacy, uint64_t t)
+void sim_stream_set_ready_locked(const struct sim_stream_ref *r, uint64_t t)
 {
-    if (legacy) {
+    struct simgpu_device *d = r->d;
+    struct CUstream_st *s = r->s;
+    if (r->legacy) {
         if (t > d->legacy_ready)
             d->legacy_ready = t;
     } else {
@@ -171,15 +180,15 @@ uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const c
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
-    int legacy;
-    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
-    struct simgpu_device *d = sim_dev(s ? s->dev : simgpu_current_device());
+    struct sim_stream_ref r;
+    sim_stream_lookup_locked(h, &r);
+    struct simgpu_device *d = r.d;
     sim_host_call_locked();
     int ei = engine_index(d, e);
     uint64_t start = *host_clock();
-    uint64_t r = sim_stream_ready_locked(d, s, legacy);
-    if (r > start)
-        start = r;
+    uint64_t ready = sim_stream_ready_locked(&r);
+    if (ready > start)
+        start = ready;
     if (d->engine_free[ei] > start)
         start = d->engine_free[ei];
     uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
@@ -187,7 +196,7 @@ uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const c
     d->engine_free[ei] = end;
     d->busy_ns[ei] += dur;
     d->ops++;
-    sim_stream_set_ready_locked(d, s, legacy, end);
+    sim_stream_set_ready_locked(&r, end);
     sim_hazard_commit_locked(name, start, end);
     pthread_mutex_unlock(&g_sim.lock);
     return end;
@@ -209,15 +218,6 @@ double simgpu_flop_time_ns(CUstream s, double flops, double efficiency)
     return flops / (p->fp32_flops * efficiency) * 1e9;
 }
 
-/* Time at which everything issued on the stream has finished. */
-uint64_t sim_stream_done_locked(CUstream h)
-{
-    int legacy;
-    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
-    struct simgpu_device *d = sim_dev(s ? s->dev : simgpu_current_device());
-    return sim_stream_ready_locked(d, s, legacy);
-}
-
 uint64_t sim_device_done_locked(int dev)
 {
     struct simgpu_device *d = sim_dev(dev);
@@ -231,10 +231,10 @@ uint64_t sim_device_done_locked(int dev)
 unsigned simgpu_stream_flags(CUstream h)
 {
     simgpu_init();
-    int legacy;
+    struct sim_stream_ref r;
     pthread_mutex_lock(&g_sim.lock);
-    struct CUstream_st *s = sim_stream_resolve_locked(h, &legacy);
-    unsigned f = s ? s->flags : 0;
+    sim_stream_lookup_locked(h, &r);
+    unsigned f = r.s ? r.s->flags : 0;
     pthread_mutex_unlock(&g_sim.lock);
     return f;
 }

@@ -32,12 +32,8 @@ static struct sim_phys *phys_of(CUmemGenericAllocationHandle h)
 
 static struct simgpu_device *vmm_device_locked(uintptr_t a)
 {
-    for (int i = 0; i < g_sim.ndev; i++) {
-        struct simgpu_device *d = &g_sim.dev[i];
-        if (a >= d->vmm_base && a < d->vmm_base + d->vmm_span)
-            return d;
-    }
-    return NULL;
+    struct simgpu_device *d = sim_device_of_locked(a);
+    return (d && a >= d->vmm_base) ? d : NULL;
 }
 
 static void phys_free_locked(struct sim_phys *p)
