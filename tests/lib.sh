@@ -3,7 +3,8 @@
 # removed at exit, and what to preload. Under a sanitizer its runtime must be
 # loaded first: SAN_PRELOAD is that runtime alone (for a program built
 # without the sanitizer that loads the instrumented simulated libraries),
-# SN_PRELOAD is the runtime followed by libsn.
+# SN_PRELOAD is the runtime followed by libsn. check DESC CONDITION prints
+# one TAP line for a condition evaluated as shell code.
 BUILD_DIR=${SN_TEST_BUILD:-$PWD/${BUILD:-build}}
 export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 SAN_PRELOAD=""
@@ -15,3 +16,5 @@ esac
 SN_PRELOAD="${SAN_PRELOAD:+$SAN_PRELOAD }$BUILD_DIR/libsn.so"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+n=0
+check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }

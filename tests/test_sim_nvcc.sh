@@ -7,8 +7,6 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 NVCC=${NVCC:-${CUDA_HOME:-/usr/local/cuda}/bin/nvcc}
-n=0
-check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 if [ ! -x "$NVCC" ]; then
     echo "ok 1 # SKIP $NVCC not found"
     exit 0

@@ -2,13 +2,11 @@
 # The sample program was linked against the real CUDA import libraries; it
 # must resolve them to the simulated ones through LD_LIBRARY_PATH alone, run,
 # and show a VMM round trip at a stable address.
-BUILD=${BUILD:-build}
-bin="$BUILD/sim_sample"
-n=0
-check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+. "$(dirname "$0")/lib.sh"
+bin="$BUILD_DIR/sim_sample"
 check "needs libcudart.so.13 and libcuda.so.1" \
     "readelf -d $bin | grep -q 'libcudart.so.13' && readelf -d $bin | grep -q 'libcuda.so.1'"
-check "resolves them to the simulator" "ldd $bin | grep libcudart.so.13 | grep -q '$BUILD/sim/'"
+check "resolves them to the simulator" "ldd $bin | grep libcudart.so.13 | grep -q '$BUILD_DIR/sim/'"
 out=$("$bin" 2>&1); rc=$?
 echo "$out"
 check "runs to completion" "[ $rc -eq 0 ] && grep -q '^done' <<<\"\$out\""
