@@ -63,37 +63,24 @@ SN_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flag
     return sn_alloc_common(real(pHost, size, flags), pHost, size, SN_KIND_HOST);
 }
 
-static cudaError_t sn_free_common(cudaError_t rc, void *p, int kinds)
-{
-    if (rc == cudaSuccess && p)
-        sn_core_note_free(p, kinds);
-    sn_leave();
-    return rc;
-}
+/* The record is taken out before the real free (see sn_core_free_begin). */
+#define SN_FREE_WRAPPER(name, params, args, ptr, kinds)                        \
+    SN_EXPORT cudaError_t name params                                          \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, args)                                        \
+        sn_alloc *rec_ = sn_core_free_begin((ptr), (kinds));                   \
+        cudaError_t rc_ = real args;                                           \
+        sn_core_free_end(rec_, rc_ == cudaSuccess);                            \
+        sn_leave();                                                            \
+        return rc_;                                                            \
+    }
 
-SN_EXPORT cudaError_t cudaFree(void *devPtr)
-{
-    SN_PROLOGUE(CUDART, cudaFree, (devPtr))
-    return sn_free_common(real(devPtr), devPtr, SN_KIND_DEVICE | SN_KIND_MANAGED);
-}
-
-SN_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
-{
-    SN_PROLOGUE(CUDART, cudaFreeAsync, (devPtr, hStream))
-    return sn_free_common(real(devPtr, hStream), devPtr, SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
-{
-    SN_PROLOGUE(CUDART, cudaFreeAsync_ptsz, (devPtr, hStream))
-    return sn_free_common(real(devPtr, hStream), devPtr, SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaFreeHost(void *ptr)
-{
-    SN_PROLOGUE(CUDART, cudaFreeHost, (ptr))
-    return sn_free_common(real(ptr), ptr, SN_KIND_HOST);
-}
+SN_FREE_WRAPPER(cudaFree, (void *devPtr), (devPtr), devPtr, SN_KIND_DEVICE | SN_KIND_MANAGED)
+SN_FREE_WRAPPER(cudaFreeAsync, (void *devPtr, cudaStream_t hStream), (devPtr, hStream), devPtr,
+                SN_KIND_DEVICE)
+SN_FREE_WRAPPER(cudaFreeAsync_ptsz, (void *devPtr, cudaStream_t hStream), (devPtr, hStream), devPtr,
+                SN_KIND_DEVICE)
+SN_FREE_WRAPPER(cudaFreeHost, (void *ptr), (ptr), ptr, SN_KIND_HOST)
 
 SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {

@@ -246,9 +246,11 @@ static int sn_driver_owner(int *entered)
         return SN_MISSING(CUDA, name);                                         \
     int entered;                                                               \
     int owner = sn_driver_owner(&entered);                                     \
+    sn_alloc *rec = owner != SN_OWNER_NONE                                     \
+                        ? sn_core_free_begin((void *)(uintptr_t)(ptr), SN_KIND_ANY_DEVICE) \
+                        : NULL;                                                \
     CUresult rc = real args;                                                   \
-    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)                          \
-        sn_core_note_free((void *)(uintptr_t)(ptr), SN_KIND_ANY_DEVICE);       \
+    sn_core_free_end(rec, rc == CUDA_SUCCESS);                                 \
     if (entered)                                                               \
         sn_leave();                                                            \
     return rc;
@@ -354,9 +356,10 @@ SN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
         return SN_MISSING(CUDA, cuMemUnmap);
     int entered;
     int owner = sn_driver_owner(&entered);
+    sn_alloc *rec = owner != SN_OWNER_NONE ? sn_core_free_begin((void *)(uintptr_t)ptr, SN_KIND_MAPPING)
+                                           : NULL;
     CUresult rc = real(ptr, size);
-    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
-        sn_core_note_unmap((void *)(uintptr_t)ptr, size);
+    sn_core_free_end(rec, rc == CUDA_SUCCESS);
     if (entered)
         sn_leave();
     return rc;

@@ -51,3 +51,10 @@ $(BUILD)/sn_overhead: $(BUILD)/shim/sn_overhead.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
 
 BENCH_TARGETS += $(BUILD)/sn_overhead
+
+# Concurrency habits of real frameworks (threads, fork) under libsn.
+$(BUILD)/tests/sn_threads: $(BUILD)/tests/sn_threads.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -lpthread
+
+ALL_TARGETS += $(BUILD)/tests/sn_threads
+TEST_SCRIPTS += tests/test_sn_reliability.sh

@@ -331,29 +331,41 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
     pthread_mutex_unlock(&sn_lock);
 }
 
-int sn_core_note_free(void *p, int kinds)
+/* The record leaves the registry before the real free: once the real free
+ * returns, the address may already belong to another thread's new
+ * allocation, and a late removal would delete that one's record. */
+sn_alloc *sn_core_free_begin(void *p, int kinds)
 {
     if (!p || !sn_core_ready)
-        return 0;
+        return NULL;
     pthread_mutex_lock(&sn_lock);
     sn_alloc *a = sn_reg_exact_locked(&sn_reg, (uintptr_t)p, kinds);
-    if (a) {
-        sn_on_stale(a, NULL);
+    if (a)
         sn_reg_remove_locked(&sn_reg, a);
+    pthread_mutex_unlock(&sn_lock);
+    return a;
+}
+
+void sn_core_free_end(sn_alloc *a, int ok)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&sn_lock);
+    if (ok) {
+        sn_on_stale(a, NULL);
+        sn_reg_recycle_locked(&sn_reg, a);
+    } else {
+        /* The free failed, so nobody else can have been given the address:
+         * the allocation is still live, as it was. */
+        sn_alloc *back = sn_reg_add_locked(&sn_reg, a->base, a->size, a->kind, a->owner, a->dev,
+                                           sn_on_stale, NULL);
+        if (back)
+            back->user = a->user;
+        else
+            sn_on_stale(a, NULL);
         sn_reg_recycle_locked(&sn_reg, a);
     }
     pthread_mutex_unlock(&sn_lock);
-    return a != NULL;
-}
-
-int sn_core_is_known(const void *p, int kinds)
-{
-    if (!sn_core_ready)
-        return 0;
-    pthread_mutex_lock(&sn_lock);
-    int known = sn_reg_exact_locked(&sn_reg, (uintptr_t)p, kinds) != NULL;
-    pthread_mutex_unlock(&sn_lock);
-    return known;
 }
 
 int sn_core_pointer_kind(const void *p)
@@ -383,12 +395,6 @@ void sn_core_note_physical_release(uint64_t handle)
     pthread_mutex_lock(&sn_lock);
     sn_reg_phys_remove_locked(&sn_reg, handle);
     pthread_mutex_unlock(&sn_lock);
-}
-
-void sn_core_note_unmap(void *p, uint64_t size)
-{
-    (void)size;
-    sn_core_note_free(p, SN_KIND_MAPPING);
 }
 
 /* Reservations hold no memory; libsn only needs to know they exist when it
@@ -745,7 +751,8 @@ void sn_core_device_reset(int dev)
 static void sn_finish(int cuda_usable)
 {
     static int finished;
-    if (__atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || !sn_core_ready)
+    if (__atomic_load_n(&sn_forked_child, __ATOMIC_ACQUIRE) ||
+        __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || !sn_core_ready)
         return;
     /* Nothing libsn calls from here on is the framework's. */
     sn_thread.depth = 1;

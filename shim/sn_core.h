@@ -23,15 +23,17 @@ void sn_core_init(void);
 
 /* A successful allocation of size bytes at p (kind: enum sn_alloc_kind). */
 void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev);
-/* A successful free of p. Returns 1 if p was a known allocation of a kind in
- * kinds. */
-int sn_core_note_free(void *p, int kinds);
-/* 1 if p is the base of a known allocation of a kind in kinds. */
-int sn_core_is_known(const void *p, int kinds);
+/* Freeing p (a free, a cuMemUnmap), in two halves around the real call:
+ * begin takes p's record (a known allocation of a kind in kinds, else NULL)
+ * out of the registry, end forgets it (ok) or puts it back (the real call
+ * failed). Record and real call are thus atomic with respect to p: another
+ * thread that is handed p by an allocation in between registers it afresh
+ * and keeps its record. */
+sn_alloc *sn_core_free_begin(void *p, int kinds);
+void sn_core_free_end(sn_alloc *a, int ok);
 /* VMM: physical handles, mappings and reservations (accounting). */
 void sn_core_note_physical(uint64_t handle, uint64_t size, int owner, int dev);
 void sn_core_note_physical_release(uint64_t handle);
-void sn_core_note_unmap(void *p, uint64_t size);
 void sn_core_note_reserve(void *p, uint64_t size, int owner);
 void sn_core_note_reserve_free(void *p);
 

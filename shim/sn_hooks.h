@@ -99,8 +99,11 @@ extern __thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec
 
 enum sn_init_state { SN_UNINIT = 0, SN_INITIALISING = 1, SN_READY = 2 };
 extern int sn_init_state;
-/* Nonzero once initialised with a mode other than off. */
+/* Nonzero once initialised with a mode other than off; cleared in a
+ * forked child. */
 extern int sn_active;
+/* Nonzero in a child forked from a process that had loaded libsn. */
+extern int sn_forked_child;
 
 /* Slow path of sn_enter: initialises libsn (once, thread-safely). Returns 1
  * when libsn is ready, 0 when the caller must pass through. */

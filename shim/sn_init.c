@@ -8,9 +8,16 @@
  * no CUDA function, so it cannot recurse into a wrapper. A thread arriving
  * while another initialises waits; the initialising thread itself passes
  * straight through.
+ *
+ * A forked child steps aside for good: it has one thread, and every lock
+ * another thread of the parent held at the fork stays held in it forever,
+ * so the child never takes one. Its wrappers pass straight through, it
+ * writes no report (the parent's is the run's) and it touches none of the
+ * parent's CUDA state (events, streams) that libsn holds.
  */
 #include "shim/sn_hooks.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "shim/sn_core.h"
@@ -20,6 +27,7 @@
 __thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
 int sn_init_state;
 int sn_active;
+int sn_forked_child;
 
 int sn_init_slow(void)
 {
@@ -48,9 +56,20 @@ int sn_init_slow(void)
     return 1;
 }
 
+static void sn_on_fork_child(void)
+{
+    __atomic_store_n(&sn_forked_child, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sn_active, 0, __ATOMIC_RELEASE);
+    /* an initialisation another thread had begun will never finish here */
+    __atomic_store_n(&sn_init_state, SN_READY, __ATOMIC_RELEASE);
+    sn_thread.depth = 0;
+    sn_thread.initialising = 0;
+}
+
 __attribute__((constructor)) static void sn_on_load(void)
 {
     sn_options_load();
+    pthread_atfork(NULL, NULL, sn_on_fork_child);
 }
 
 __attribute__((destructor)) static void sn_on_unload(void)

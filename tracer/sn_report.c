@@ -237,6 +237,9 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     for (size_t i = 0; i < t->ncalls; i++)
         timed_calls += (t->calls[i].flags & SN_TC_TIMED) != 0;
     fprintf(f, ",\"timed_calls\":%ld", timed_calls);
+    /* what libsn could not see is reported whether or not an iteration was found */
+    fprintf(f, ",\"unseen\":{\"ranges\":%llu,\"opaque_steps\":%d,\"unmatched_backward\":%d}",
+            (unsigned long long)m->unknown_ranges, m->opaque_steps, m->unmatched_bwd);
     if (!m->found) {
         fprintf(f, "}");
         return;
@@ -248,8 +251,6 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
             m->fwd_steps, m->bwd_steps, m->upd_steps, m->fwd_layers, m->bwd_layers);
     fprintf(f, ",\"graph\":{\"layers\":%d,\"forks\":%d,\"joins\":%d,\"edges\":%d}", m->nlayers, m->forks,
             m->joins, m->nedges);
-    fprintf(f, ",\"unseen\":{\"ranges\":%llu,\"opaque_steps\":%d,\"unmatched_backward\":%d}",
-            (unsigned long long)m->unknown_ranges, m->opaque_steps, m->unmatched_bwd);
     fprintf(f, ",\"layers\":[");
     for (int l = 0; l < m->nlayers; l++) {
         const sn_model_layer *L = &m->layers[l];
