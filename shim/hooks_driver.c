@@ -58,49 +58,83 @@ void *sn_real_dlsym(void *handle, const char *name)
 
 /* ---- redirection ------------------------------------------------------------------ */
 
-SN_UNINSTRUMENTED static int sn_is_driver_name(const char *name)
+/* Every hooked name starts with "cu" (cuda*, cudnn*, cublas*, cu[A-Z]*): a
+ * cheap filter before the table is searched. */
+SN_UNINSTRUMENTED static int sn_maybe_hooked_name(const char *name)
 {
-    return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
+    return name && name[0] == 'c' && name[1] == 'u';
 }
 
-static int sn_driver_hook_id(const char *name)
+SN_UNINSTRUMENTED static int sn_is_driver_name(const char *name)
 {
-    if (!sn_is_driver_name(name))
+    return sn_maybe_hooked_name(name) && name[2] >= 'A' && name[2] <= 'Z';
+}
+
+/* The hook id of a name libsn wraps, or -1. */
+static int sn_wrapped_hook_id(const char *name)
+{
+    if (!sn_maybe_hooked_name(name))
         return -1;
     int id = sn_hook_find(name);
-    if (id < 0 || sn_hook_lib(id) != SN_LIB_CUDA || !sn_hook_wrapper(id))
-        return -1;
-    return id;
+    return id >= 0 && sn_hook_wrapper(id) ? id : -1;
 }
 
 /* The driver's handle, as the program or runtime opened it. */
 static void *sn_libcuda_handle;
 
-/* dlsym for a driver name libsn wraps: look up the real one, remember it,
- * answer with the wrapper. */
-__attribute__((visibility("hidden"))) void *sn_dlsym_driver(void *handle, const char *name)
+/* Wrappers handed out by dlsym for the runtime, cuDNN and cuBLAS (programs
+ * that dlopen those libraries: Python ctypes, plugin loaders). */
+static unsigned long sn_dlsym_wrapped;
+
+unsigned long sn_dlsym_wrapped_count(void)
+{
+    return __atomic_load_n(&sn_dlsym_wrapped, __ATOMIC_RELAXED);
+}
+
+/* dlsym(handle, name) for a name libsn wraps: look up the real function in
+ * that handle, remember it, answer with the wrapper. A name the library
+ * lacks stays missing (NULL), as without libsn. A second, different copy of
+ * a function libsn already wraps (another copy of the library) is answered
+ * with itself: the wrapper can forward to one real function only. */
+__attribute__((visibility("hidden"))) void *sn_dlsym_hooked(void *handle, const char *name)
 {
     void *real = sn_real_dlsym(handle, name);
     if (!real || sn_is_own_address(real))
         return real;
-    int id = sn_driver_hook_id(name);
+    int id = sn_wrapped_hook_id(name);
     if (id < 0)
         return real;
     void *expected = NULL;
-    __atomic_compare_exchange_n(&sn_real_slot[id], &expected, real, 0, __ATOMIC_ACQ_REL,
-                                __ATOMIC_ACQUIRE);
-    if (handle != RTLD_NEXT && handle != RTLD_DEFAULT)
-        __atomic_store_n(&sn_libcuda_handle, handle, __ATOMIC_RELEASE);
+    if (!__atomic_compare_exchange_n(&sn_real_slot[id], &expected, real, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE) &&
+        expected != real) {
+        sn_warn_once("dlsym(%s): a second copy of a CUDA library is loaded; its calls are not seen",
+                     name);
+        return real;
+    }
+    if (sn_hook_lib(id) == SN_LIB_CUDA) {
+        if (handle != RTLD_NEXT && handle != RTLD_DEFAULT)
+            __atomic_store_n(&sn_libcuda_handle, handle, __ATOMIC_RELEASE);
+    } else {
+        __atomic_add_fetch(&sn_dlsym_wrapped, 1, __ATOMIC_RELAXED);
+    }
     sn_debug("dlsym(%s): answering with libsn's wrapper", name);
     return sn_hook_wrapper(id);
 }
 
-/* Chooses who answers dlsym(handle, name): returns the function to jump to. */
+/* Chooses who answers dlsym(handle, name): returns the function to jump to.
+ * dlsym(RTLD_NEXT, ...) of a non-driver name is left alone: the answer
+ * depends on the caller (another interposer looking below itself), and
+ * libsn cannot ask on its behalf. RTLD_DEFAULT already finds libsn's
+ * exported wrappers first. */
 SN_UNINSTRUMENTED __attribute__((visibility("hidden"))) void *sn_dlsym_route(void *handle, const char *name)
 {
-    (void)handle;
-    if (sn_is_driver_name(name) && sn_driver_hook_id(name) >= 0)
-        return (void *)sn_dlsym_driver;
+    if (!sn_maybe_hooked_name(name))
+        return (void *)sn_get_real_dlsym();
+    if (sn_is_driver_name(name) || (handle != RTLD_NEXT && handle != RTLD_DEFAULT)) {
+        if (sn_wrapped_hook_id(name) >= 0)
+            return (void *)sn_dlsym_hooked;
+    }
     return (void *)sn_get_real_dlsym();
 }
 

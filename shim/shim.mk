@@ -58,3 +58,9 @@ $(BUILD)/tests/sn_threads: $(BUILD)/tests/sn_threads.o $(SIM_LIBS)
 
 ALL_TARGETS += $(BUILD)/tests/sn_threads
 TEST_SCRIPTS += tests/test_sn_reliability.sh
+
+# CUDA reached through dlopen + dlsym only (ctypes, plugin loaders).
+$(BUILD)/tests/sn_dlopen: $(BUILD)/tests/sn_dlopen.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_dlopen

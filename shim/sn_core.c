@@ -748,16 +748,75 @@ void sn_core_device_reset(int dev)
     pthread_mutex_unlock(&sn_lock);
 }
 
+/* ---- what was not seen ------------------------------------------------------------- */
+
+static const char *const sn_cuda_libs[] = {"libcudart.so", "libcuda.so", "libcudnn.so",
+                                           "libcublas.so", "libcublasLt.so"};
+
+typedef struct sn_loaded_libs {
+    char names[256];
+    size_t len;
+} sn_loaded_libs;
+
+static int sn_note_cuda_lib(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    sn_loaded_libs *l = data;
+    const char *path = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (size_t i = 0; i < sizeof sn_cuda_libs / sizeof sn_cuda_libs[0]; i++) {
+        size_t k = strlen(sn_cuda_libs[i]);
+        if (strncmp(base, sn_cuda_libs[i], k) == 0 && (base[k] == '.' || base[k] == 0)) {
+            int w = snprintf(l->names + l->len, sizeof l->names - l->len, "%s%s", l->len ? ", " : "",
+                             base);
+            if (w > 0 && l->len + (size_t)w < sizeof l->names)
+                l->len += (size_t)w;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Says why libsn saw no device operation, when a CUDA library is loaded;
+ * leaves out empty (nothing to say) for a process that never loaded one,
+ * such as the shell and tools a training script runs with LD_PRELOAD
+ * inherited. */
+static void sn_describe_unseen_locked(char *out, size_t cap)
+{
+    out[0] = 0;
+    sn_loaded_libs libs = {{0}, 0};
+    dl_iterate_phdr(sn_note_cuda_lib, &libs);
+    unsigned long allocs = 0, failed = 0;
+    for (int dev = 0; dev < SN_MAX_DEVICES; dev++) {
+        const sn_trace *t = sn_devs[dev].trace;
+        if (!t)
+            continue;
+        allocs += t->ntensors;
+        for (size_t i = 0; i < t->ncalls; i++)
+            failed += (t->calls[i].flags & SN_TC_FAILED) != 0;
+    }
+    if (!libs.len && !allocs)
+        return;
+    snprintf(out, cap,
+             "no CUDA device operation was seen (CUDA libraries loaded: %s; %lu device allocations "
+             "and %lu failed calls seen; %lu runtime/cuDNN/cuBLAS functions reached through dlsym). "
+             "libsn follows the CUDA runtime, cuDNN, cuBLAS and the driver's memory functions: "
+             "kernels and copies made through the driver API (cuLaunchKernel, cuMemcpy*), or by a "
+             "program that failed before its first device operation, are not seen",
+             libs.len ? libs.names : "none", allocs, failed, sn_dlsym_wrapped_count());
+}
+
 static void sn_finish(int cuda_usable)
 {
     static int finished;
     if (__atomic_load_n(&sn_forked_child, __ATOMIC_ACQUIRE) ||
-        __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || !sn_core_ready)
+        __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || sn_opt.mode == SN_MODE_OFF)
         return;
     /* Nothing libsn calls from here on is the framework's. */
     sn_thread.depth = 1;
     sn_thread.lib = SN_LIB_NONE;
-    sn_real_cudaEventSynchronize_fn sync = cuda_usable ? SN_REAL(cudaEventSynchronize) : NULL;
+    sn_real_cudaEventSynchronize_fn sync = cuda_usable && sn_core_ready ? SN_REAL(cudaEventSynchronize) : NULL;
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++) {
         sn_device *d = &sn_devs[dev];
         if (!d->npending || !sync)
@@ -774,6 +833,9 @@ static void sn_finish(int cuda_usable)
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
         if (sn_devs[dev].trace && sn_devs[dev].trace->ncalls)
             traces[n++] = sn_devs[dev].trace;
+    char unseen[768] = "";
+    if (!n)
+        sn_describe_unseen_locked(unseen, sizeof unseen);
     sn_output_config cfg = {0};
     cfg.mode_name = sn_option_choice("SN_MODE", sn_opt.mode);
     int report = sn_opt.report.kind;
@@ -783,11 +845,15 @@ static void sn_finish(int cuda_usable)
     cfg.report_path = report == SN_OUT_PATH ? sn_opt.report.path : NULL;
     cfg.trace_path = sn_opt.trace.kind == SN_OUT_PATH ? sn_opt.trace.path : NULL;
     cfg.plot_path = sn_opt.plot.kind == SN_OUT_PATH ? sn_opt.plot.path : NULL;
+    cfg.unseen = unseen[0] ? unseen : NULL;
     char mode_name[16];
     snprintf(mode_name, sizeof mode_name, "%s", cfg.mode_name ? cfg.mode_name : "?");
     cfg.mode_name = mode_name;
-    if (n && (cfg.report_to_stderr || cfg.report_path || cfg.trace_path || cfg.plot_path))
+    int outputs = cfg.report_to_stderr || cfg.report_path || cfg.trace_path || cfg.plot_path;
+    if (outputs && (n || cfg.unseen))
         sn_outputs_write(traces, n, &cfg);
+    else if (cfg.unseen)
+        sn_warn("%s", cfg.unseen);
     pthread_mutex_unlock(&sn_lock);
 }
 

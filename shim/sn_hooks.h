@@ -85,6 +85,9 @@ int sn_is_own_address(const void *p);
 
 /* The real dlsym/dlopen, never the interposed ones. */
 void *sn_real_dlsym(void *handle, const char *name);
+/* How many runtime, cuDNN and cuBLAS functions dlsym answered with
+ * libsn's wrappers (libraries the program opened with dlopen). */
+unsigned long sn_dlsym_wrapped_count(void);
 
 /* ---- per-thread state and the entry protocol ------------------------------ */
 

@@ -74,6 +74,7 @@ __attribute__((constructor)) static void sn_on_load(void)
 
 __attribute__((destructor)) static void sn_on_unload(void)
 {
-    if (__atomic_load_n(&sn_active, __ATOMIC_ACQUIRE))
+    /* also when libsn never saw a call: the report then says why */
+    if (!__atomic_load_n(&sn_forked_child, __ATOMIC_ACQUIRE) && sn_opt.mode != SN_MODE_OFF)
         sn_core_finish_unloading();
 }

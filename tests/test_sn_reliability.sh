@@ -40,3 +40,49 @@ SN_MODE=trace SN_REPORT="$tmp/fork-report.json" LD_PRELOAD="$SN_PRELOAD" timeout
 calls=$(json_field "$tmp/fork-report.json" "d['devices'][0]['calls']")
 check "fork (trace, SN_REPORT=file): the file holds the parent's report, not a child's (calls: ${calls:-none})" \
     "[ '${calls:-0}' -gt 100 ]"
+
+# ---- CUDA reached through dlopen + dlsym ---------------------------------------------
+dl="$BUILD_DIR/tests/sn_dlopen"
+SN_MODE=trace SN_REPORT="$tmp/dl-runtime.json" LD_PRELOAD="$SN_PRELOAD" "$dl" runtime 50 >"$tmp/dl.out" 2>&1
+rc=$?
+steps=$(json_field "$tmp/dl-runtime.json" "d['devices'][0]['steps']")
+check "dlopen+dlsym of the runtime: the program works (rc $rc) and libsn sees its 50 memsets (steps: ${steps:-no report})" \
+    "[ $rc -eq 0 ] && [ '${steps:-0}' = 50 ]"
+
+if python3 -c 'import ctypes' 2>/dev/null; then
+    cat >"$tmp/ctypes_prog.py" <<'PY'
+import ctypes
+rt = ctypes.CDLL("libcudart.so.13")
+p = ctypes.c_void_p()
+buf = (ctypes.c_ubyte * 256)()
+for i in range(20):
+    assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(256)) == 0
+    assert rt.cudaMemset(p, ctypes.c_int(7), ctypes.c_size_t(256)) == 0
+    assert rt.cudaMemcpy(buf, p, ctypes.c_size_t(256), 2) == 0
+    assert buf[255] == 7
+    assert rt.cudaFree(p) == 0
+print("ctypes ok")
+PY
+    ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" SN_MODE=trace SN_REPORT="$tmp/dl-ctypes.json" \
+        LD_PRELOAD="$SN_PRELOAD" python3 "$tmp/ctypes_prog.py" >"$tmp/ctypes.out" 2>&1
+    rc=$?
+    steps=$(json_field "$tmp/dl-ctypes.json" "d['devices'][0]['steps']")
+    check "Python ctypes: libsn sees the runtime opened by ctypes (rc $rc, steps: ${steps:-no report})" \
+        "[ $rc -eq 0 ] && [ '${steps:-0}' = 20 ]" || sed 's/^/# /' "$tmp/ctypes.out" | tail -5
+fi
+
+for m in driver fail; do
+    SN_MODE=trace SN_REPORT="$tmp/dl-$m.txt" LD_PRELOAD="$SN_PRELOAD" "$dl" $m >"$tmp/dl-$m.out" 2>"$tmp/dl-$m.err"
+    check "dlopen ($m): nothing traceable, and the report file says so" \
+        "grep -q 'no CUDA device operation was seen' '$tmp/dl-$m.txt' 2>/dev/null" ||
+        sed 's/^/# /' "$tmp/dl-$m.err" | tail -3
+done
+SN_MODE=trace LD_PRELOAD="$SN_PRELOAD" "$dl" driver >/dev/null 2>"$tmp/dl-driver-stderr.txt"
+check "dlopen (driver), report on stderr: one prefixed explanation" \
+    "grep -q '^libsn: .*no CUDA device operation was seen' '$tmp/dl-driver-stderr.txt'"
+SN_MODE=manage LD_PRELOAD="$SN_PRELOAD" "$dl" driver >/dev/null 2>"$tmp/dl-driver-manage.txt"
+check "dlopen (driver), manage mode without a report: one libsn: line says what was not seen" \
+    "[ \$(grep -c 'no CUDA device operation was seen' '$tmp/dl-driver-manage.txt') = 1 ]"
+SN_MODE=trace SN_REPORT="$tmp/none.txt" LD_PRELOAD="$SN_PRELOAD" /bin/true 2>"$tmp/none.err"
+check "a process that never loads CUDA (a script's tools) writes no report and says nothing" \
+    "[ ! -e '$tmp/none.txt' ] && [ ! -s '$tmp/none.err' ]"

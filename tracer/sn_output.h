@@ -18,6 +18,7 @@ typedef struct sn_output_config {
     const char *trace_path;    /* SN_TRACE, NULL: none */
     const char *plot_path;     /* SN_PLOT, NULL: none */
     const char *mode_name;     /* for the report's heading */
+    const char *unseen;        /* with no trace: why nothing was seen, NULL: none */
 } sn_output_config;
 
 /* Builds the models and writes what cfg asks for. Problems are logged. */
