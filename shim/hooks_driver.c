@@ -122,17 +122,31 @@ __attribute__((visibility("hidden"))) void *sn_dlsym_hooked(void *handle, const 
     return sn_hook_wrapper(id);
 }
 
+/* dlsym(RTLD_DEFAULT, name) of a name libsn exports finds libsn's wrapper
+ * first; that is right only if a real function stands behind it. Without
+ * one (a program probing whether its runtime is new enough) the answer
+ * must be NULL, as it would be without libsn. */
+__attribute__((visibility("hidden"))) void *sn_dlsym_default(void *handle, const char *name)
+{
+    void *p = sn_real_dlsym(handle, name);
+    if (!p || !sn_is_own_address(p))
+        return p;
+    int id = sn_hook_find(name);
+    return id < 0 || sn_real_get(id) ? p : NULL;
+}
+
 /* Chooses who answers dlsym(handle, name): returns the function to jump to.
  * dlsym(RTLD_NEXT, ...) of a non-driver name is left alone: the answer
  * depends on the caller (another interposer looking below itself), and
- * libsn cannot ask on its behalf. RTLD_DEFAULT already finds libsn's
- * exported wrappers first. */
+ * libsn cannot ask on its behalf. */
 SN_UNINSTRUMENTED __attribute__((visibility("hidden"))) void *sn_dlsym_route(void *handle, const char *name)
 {
     if (!sn_maybe_hooked_name(name))
         return (void *)sn_get_real_dlsym();
-    if (sn_is_driver_name(name) || (handle != RTLD_NEXT && handle != RTLD_DEFAULT)) {
-        if (sn_wrapped_hook_id(name) >= 0)
+    if (sn_wrapped_hook_id(name) >= 0) {
+        if (handle == RTLD_DEFAULT)
+            return (void *)sn_dlsym_default;
+        if (handle != RTLD_NEXT || sn_is_driver_name(name))
             return (void *)sn_dlsym_hooked;
     }
     return (void *)sn_get_real_dlsym();

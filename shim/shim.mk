@@ -64,3 +64,9 @@ $(BUILD)/tests/sn_dlopen: $(BUILD)/tests/sn_dlopen.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) -ldl
 
 ALL_TARGETS += $(BUILD)/tests/sn_dlopen
+
+# Calls a function the loaded cuBLAS lacks; lazy binding, as most builds.
+$(BUILD)/tests/sn_missing: $(BUILD)/tests/sn_missing.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) -Wl,-z,lazy $(REAL_CUBLAS) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_missing

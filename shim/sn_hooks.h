@@ -65,11 +65,12 @@ static inline void *sn_real_get(int id)
 
 #define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
 
-/* Status returned when the real function does not exist (warned once). */
-cudaError_t sn_missing_CUDART(int id);
-cudnnStatus_t sn_missing_CUDNN(int id);
-cublasStatus_t sn_missing_CUBLAS(int id);
-CUresult sn_missing_CUDA(int id);
+/* When the real function does not exist: stops the program as the dynamic
+ * loader would have at that call (exit status 127); never returns. */
+_Noreturn cudaError_t sn_missing_CUDART(int id);
+_Noreturn cudnnStatus_t sn_missing_CUDNN(int id);
+_Noreturn cublasStatus_t sn_missing_CUBLAS(int id);
+_Noreturn CUresult sn_missing_CUDA(int id);
 #define SN_MISSING(lib, name) sn_missing_##lib(SN_HOOK_ID_##name)
 
 /* Name, library and wrapper of a hook id (wrapper NULL for SN_REAL_ONLY). */

@@ -11,7 +11,9 @@
 #include "shim/sn_hooks.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shim/sn_log.h"
 
@@ -115,33 +117,41 @@ int sn_resolve_all(void)
     return found;
 }
 
-static void sn_warn_missing(int id)
+/* A wrapper whose real function no loaded library provides stands for a
+ * symbol the program could not have bound without libsn: with lazy binding
+ * the loader stops the program at its first call ("symbol lookup error",
+ * exit status 127), with immediate binding it would not have started.
+ * libsn does what the loader would have done at that call, rather than
+ * invent an error code the library never returns (and that its last-error
+ * state would not agree with). */
+static _Noreturn void sn_missing(int id)
 {
-    static unsigned char warned[SN_HOOK_COUNT];
-    if (!__atomic_exchange_n(&warned[id], 1, __ATOMIC_RELAXED))
-        sn_warn("%s: no library provides the real function; the call fails", sn_hook_name(id));
+    char msg[256];
+    int n = snprintf(msg, sizeof msg,
+                     "libsn: error: %s: no loaded CUDA library provides this function; without libsn "
+                     "the program stops here with \"symbol lookup error: undefined symbol: %s\"\n",
+                     sn_hook_name(id), sn_hook_name(id));
+    if (n > 0)
+        sn_log_write_raw(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    _exit(127);
 }
 
 cudaError_t sn_missing_CUDART(int id)
 {
-    sn_warn_missing(id);
-    return cudaErrorNotSupported;
+    sn_missing(id);
 }
 
 cudnnStatus_t sn_missing_CUDNN(int id)
 {
-    sn_warn_missing(id);
-    return CUDNN_STATUS_NOT_SUPPORTED;
+    sn_missing(id);
 }
 
 cublasStatus_t sn_missing_CUBLAS(int id)
 {
-    sn_warn_missing(id);
-    return CUBLAS_STATUS_NOT_SUPPORTED;
+    sn_missing(id);
 }
 
 CUresult sn_missing_CUDA(int id)
 {
-    sn_warn_missing(id);
-    return CUDA_ERROR_NOT_FOUND;
+    sn_missing(id);
 }

@@ -86,3 +86,15 @@ check "dlopen (driver), manage mode without a report: one libsn: line says what 
 SN_MODE=trace SN_REPORT="$tmp/none.txt" LD_PRELOAD="$SN_PRELOAD" /bin/true 2>"$tmp/none.err"
 check "a process that never loads CUDA (a script's tools) writes no report and says nothing" \
     "[ ! -e '$tmp/none.txt' ] && [ ! -s '$tmp/none.err' ]"
+
+# ---- a function the loaded library lacks ------------------------------------------------
+miss="$BUILD_DIR/tests/sn_missing"
+"$miss" >"$tmp/miss-plain.out" 2>"$tmp/miss-plain.err"; rc_plain=$?
+for mode in off trace manage; do
+    SN_MODE=$mode LD_PRELOAD="$SN_PRELOAD" "$miss" >"$tmp/miss.out" 2>"$tmp/miss.err"; rc=$?
+    check "missing function ($mode): same output and exit status ($rc vs $rc_plain) as without libsn" \
+        "[ $rc -eq $rc_plain ] && cmp -s '$tmp/miss-plain.out' '$tmp/miss.out'" ||
+        { diff "$tmp/miss-plain.out" "$tmp/miss.out" | sed 's/^/# /'; }
+done
+check "missing function: libsn says which function and why the program stops" \
+    "grep -q 'libsn: error: cublasSgemmBatched: no loaded CUDA library provides' '$tmp/miss.err'"
