@@ -294,6 +294,14 @@ void sn_core_init(void)
     if (!sn_core_ready) {
         sn_reg_init(&sn_reg);
         dl_iterate_phdr(sn_find_own_range, (void *)(uintptr_t)sn_core_init);
+        /* libunwind initialises its globals on first use, unsynchronised
+         * (a racy flag and signal mask under its own lock); doing that here,
+         * while every other thread waits for initialisation to finish,
+         * orders it before any thread's walk. Per-thread caches then keep
+         * the walks of different threads apart (libunwind's thread-safe
+         * mode). */
+        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+        (void)sn_call_site();
         sn_core_ready = 1;
         if (sn_opt.mode == SN_MODE_MANAGE)
             sn_info("SN_MODE=manage: memory management is not part of this build; observing only");

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test binary and test script given on the command line against
 # the simulated device, sums the cmocka verdicts of each binary and prints one
-# closing line, "N passed, N failed", that CI reads. A binary that dies
-# before printing its own summary counts as one failure. Exit status is
-# non-zero if anything failed.
+# closing line, "N passed, N failed, N skipped", that CI reads. A binary that
+# dies before printing its own summary counts as one failure. A script's
+# "ok N - ... # SKIP reason" line (TAP's directive, any case) is a skip, not
+# a pass, and its reason is printed. Exit status is non-zero if anything
+# failed.
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -17,7 +19,7 @@ export ASAN_OPTIONS="handle_segv=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="handle_segv=0:print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export TSAN_OPTIONS="handle_segv=0${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 
-passed=0; failed=0; failed_names=()
+passed=0; failed=0; skipped=0; failed_names=()
 logdir="$BUILD/test-logs"; mkdir -p "$logdir"
 for t in "$@"; do
     name=$(basename "$t")
@@ -31,22 +33,28 @@ for t in "$@"; do
     secs=$(( $(date +%s) - start ))
     p=$(grep -aoE '^\[  PASSED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
     f=$(grep -aoE '^\[  FAILED  \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+    s=$(grep -aoE '^\[  SKIPPED \] [0-9]+ test' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
     if [[ "$t" == *.sh ]]; then
-        # Scripts report "ok"/"not ok" lines (TAP-like); each counts.
-        p=$(grep -acE '^ok ' "$log"); f=$(grep -acE '^not ok ' "$log")
+        # Scripts report "ok"/"not ok" lines (TAP-like); each counts, and an
+        # "ok" with a SKIP directive counts as a skip.
+        s=$(grep -aciE '^ok [^#]*# *skip' "$log")
+        p=$(( $(grep -acE '^ok ' "$log") - s )); f=$(grep -acE '^not ok ' "$log")
     fi
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then f=1; echo "  (no verdict from $name)" >>"$log"; fi
-    passed=$((passed + p)); failed=$((failed + f))
+    if [ "$p" -eq 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then f=1; echo "  (no verdict from $name)" >>"$log"; fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     if [ "$f" -ne 0 ]; then
         failed_names+=("$name")
         printf 'FAIL %-28s %3d passed %3d failed  %ds  (log: %s)\n' "$name" "$p" "$f" "$secs" "$log"
         tail -n 30 "$log" | sed 's/^/    | /'
     else
-        printf 'ok   %-28s %3d passed  %ds\n' "$name" "$p" "$secs"
+        printf 'ok   %-28s %3d passed  %ds%s\n' "$name" "$p" "$secs" "$([ "$s" -gt 0 ] && echo "  ($s skipped)")"
+    fi
+    if [ "$s" -gt 0 ]; then
+        { grep -aiE '^ok [^#]*# *skip' "$log"; grep -aE '^\[  SKIPPED \]' "$log"; } | sed 's/^/    skip: /'
     fi
 done
 echo
 [ ${#failed_names[@]} -eq 0 ] || echo "failed: ${failed_names[*]}"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

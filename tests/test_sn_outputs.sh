@@ -47,7 +47,7 @@ fi
 
 SN_MODE=trace SN_REPORT="$tmp/report.json" LD_PRELOAD="$preload" "$trainer" "${args[@]}" >/dev/null 2>&1
 if ! command -v python3 >/dev/null; then
-    echo "ok - # skip JSON and SVG parsing: python3 not installed"
+    echo "ok - JSON and SVG parsing # SKIP python3 not installed"
 else
     if python3 - "$tmp/report.json" "$tmp/trace.json" "$tmp/plot.svg" <<'PY'
 import json, sys, xml.etree.ElementTree as ET

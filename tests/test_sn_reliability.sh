@@ -3,9 +3,16 @@
 #  - threads that free and allocate the same addresses concurrently: the
 #    registry must never lose a live allocation (the report counts ranges
 #    that hit no known allocation: none here);
+#  - eight threads through the allocation call-site walk (clean under
+#    ThreadSanitizer);
 #  - fork while other threads are inside libsn: no child may hang in its
 #    exit path, none may write a report (the parent's is the run's), and
 #    the report appears once;
+#  - CUDA reached through dlopen + dlsym (a C loader, Python ctypes), a
+#    driver-only program and one that fails before its first operation:
+#    seen, or the report says what was not seen;
+#  - a function the loaded library lacks: the program stops as it would
+#    without libsn.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +30,16 @@ for mode in trace manage; do
     unseen=$(json_field "$tmp/race-$mode.json" "d['devices'][0]['unseen']['ranges']")
     check "race ($mode): no access outside known allocations (registry lost none; got ${unseen:-no report})" \
         "[ '${unseen:-x}' = 0 ]"
+done
+
+# Eight threads through the allocation call-site walk (libunwind): under
+# ThreadSanitizer (make SANITIZE=thread test) any race it reports fails the
+# run (exit status 66); three runs, since a race shows in about half.
+for i in 1 2 3; do
+    SN_MODE=trace LD_PRELOAD="$SN_PRELOAD" "$prog" race 8 2000 >"$tmp/race8.out" 2>&1
+    rc=$?
+    check "race: eight threads, run $i${SANITIZE:+ under $SANITIZE sanitizer} (rc $rc)" "[ $rc -eq 0 ]" ||
+        grep -A8 'WARNING' "$tmp/race8.out" | head -20 | sed 's/^/# /'
 done
 
 # ---- fork while other threads are inside libsn ----------------------------------
