@@ -70,3 +70,4 @@ $(BUILD)/tests/sn_missing: $(BUILD)/tests/sn_missing.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) -Wl,-z,lazy $(REAL_CUBLAS) -ldl
 
 ALL_TARGETS += $(BUILD)/tests/sn_missing
+TEST_SCRIPTS += tests/test_sn_faults.sh
