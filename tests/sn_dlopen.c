@@ -9,6 +9,8 @@
  *                             rounds of malloc, memset, copy back, free
  *   sn_dlopen driver          dlopen libcuda.so.1; allocate and free through
  *                             the driver API only (no runtime at all)
+ *   sn_dlopen which           dlopen the runtime, cuDNN and cuBLAS; print which
+ *                             object answers dlsym for one function of each
  *   sn_dlopen fail            dlopen the runtime; the first allocation asks
  *                             for more than any device has, and the program
  *                             gives up (exit 1) before any device operation
@@ -86,6 +88,21 @@ static int run_driver(void)
     return ok ? 0 : 1;
 }
 
+static int run_which(void)
+{
+    static const char *const libs[][2] = {
+        {"libcudart.so.13", "cudaMalloc"}, {"libcudnn.so.9", "cudnnCreate"}, {"libcublas.so.13", "cublasCreate_v2"}};
+    for (int i = 0; i < 3; i++) {
+        void *lib = dlopen(libs[i][0], RTLD_NOW | RTLD_LOCAL);
+        void *fn = lib ? dlsym(lib, libs[i][1]) : NULL;
+        Dl_info info;
+        const char *who = fn && dladdr(fn, &info) && info.dli_fname ? info.dli_fname : "nobody";
+        const char *base = strrchr(who, '/');
+        printf("%s %s\n", libs[i][1], base ? base + 1 : who);
+    }
+    return 0;
+}
+
 static int run_fail(void)
 {
     void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -106,8 +123,10 @@ int main(int argc, char **argv)
         return run_runtime(atol(argv[2]));
     if (argc >= 2 && strcmp(argv[1], "driver") == 0)
         return run_driver();
+    if (argc >= 2 && strcmp(argv[1], "which") == 0)
+        return run_which();
     if (argc >= 2 && strcmp(argv[1], "fail") == 0)
         return run_fail();
-    fprintf(stderr, "usage: %s runtime ITERS | driver | fail\n", argv[0]);
+    fprintf(stderr, "usage: %s runtime ITERS | driver | which | fail\n", argv[0]);
     return 2;
 }

@@ -66,6 +66,14 @@ steps=$(json_field "$tmp/dl-runtime.json" "d['devices'][0]['steps']")
 check "dlopen+dlsym of the runtime: the program works (rc $rc) and libsn sees its 50 memsets (steps: ${steps:-no report})" \
     "[ $rc -eq 0 ] && [ '${steps:-0}' = 50 ]"
 
+SN_MODE=trace LD_PRELOAD="$SN_PRELOAD" "$dl" which >"$tmp/which.out" 2>/dev/null
+check "dlsym in a dlopened runtime, cuDNN and cuBLAS answers with libsn's wrappers" \
+    "[ \$(grep -c ' libsn.so\$' '$tmp/which.out') = 3 ]" || sed 's/^/# /' "$tmp/which.out"
+SN_MODE=off LD_PRELOAD="$SN_PRELOAD" "$dl" which >"$tmp/which-off.out" 2>/dev/null
+"$dl" which >"$tmp/which-plain.out" 2>/dev/null
+check "... and with SN_MODE=off too (wrappers pass through), while without libsn the libraries answer" \
+    "[ \$(grep -c ' libsn.so\$' '$tmp/which-off.out') = 3 ] && ! grep -q libsn '$tmp/which-plain.out'"
+
 if python3 -c 'import ctypes' 2>/dev/null; then
     cat >"$tmp/ctypes_prog.py" <<'PY'
 import ctypes
