@@ -1,7 +1,8 @@
 /*
  * test_sn_options.c — the SN_* option table: defaults, every accepted form,
  * malformed values (one problem each, default kept), size parsing, the help
- * text, and the logging cap and prefix.
+ * text, and logging: the cap, the prefix and the escaping that keeps every
+ * message on one line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +201,60 @@ static void test_log_levels(void **state)
     assert_string_equal(buf, "libsn: error: shown 1\n");
 }
 
+/* A crafted value must not start a line of its own or reach the terminal
+ * as an escape sequence: every message is one line, escaped. */
+static void forged_messages(void)
+{
+    sn_log_reset_cap();
+    sn_log_level = SN_LOG_WARN;
+    sn_warn("SN_MODE=%s is not valid", "x\nlibsn: forged\x1b[31m");
+    sn_error("tab\there, cr\r, del\x7f, backslash\\, bell\a");
+    sn_warn("utf-8 %s kept, invalid %s, C1 %s", "caf\xc3\xa9 \xe2\x82\xac", "\xff\xc3(", "\xc2\x9b" "1m");
+    sn_warn("overlong %s, surrogate %s, truncated %s", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82");
+}
+
+static void test_log_escape(void **state)
+{
+    (void)state;
+    char buf[4096];
+    capture_stderr(forged_messages, buf, sizeof buf);
+    assert_string_equal(buf, "libsn: SN_MODE=x\\nlibsn: forged\\x1b[31m is not valid\n"
+                             "libsn: error: tab\\there, cr\\r, del\\x7f, backslash\\\\, bell\\x07\n"
+                             "libsn: utf-8 caf\xc3\xa9 \xe2\x82\xac kept, invalid \\xff\\xc3(, C1 \\xc2\\x9b1m\n"
+                             "libsn: overlong \\xc0\\xaf, surrogate \\xed\\xa0\\x80, truncated \\xe2\\x82\n");
+    /* no room for half an escape or half a character */
+    char out[8];
+    assert_int_equal(sn_log_escape("abcd\n", 5, out, 6), 4);
+    assert_string_equal(out, "abcd");
+    assert_int_equal(sn_log_escape("abcd\n", 5, out, 7), 6);
+    assert_string_equal(out, "abcd\\n");
+    assert_int_equal(sn_log_escape("ab\xc3\xa9", 4, out, 4), 2);
+    assert_string_equal(out, "ab");
+    assert_int_equal(sn_log_escape("\x1b", 1, out, 4), 0);
+    assert_string_equal(out, "");
+}
+
+/* Long messages are cut, still as one line with one newline. */
+static void long_message(void)
+{
+    static char big[3000];
+    memset(big, '\n', sizeof big - 1);
+    sn_log_reset_cap();
+    sn_warn("%s", big);
+}
+
+static void test_log_escape_long(void **state)
+{
+    (void)state;
+    static char buf[8192];
+    size_t n = capture_stderr(long_message, buf, sizeof buf);
+    assert_true(n > 100 && n < 2100);
+    assert_int_equal(strncmp(buf, "libsn: \\n\\n", 11), 0);
+    assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);
+    assert_int_equal(buf[n - 2], 'n'); /* a whole "\n" escape before the end */
+    assert_int_equal(buf[n - 3], '\\');
+}
+
 /* README.md and docs/libsn.md carry the table generated from sn_options.def. */
 static void test_docs_table(void **state)
 {
@@ -234,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_malformed_values), cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_help),      cmocka_unit_test(test_log_cap),
         cmocka_unit_test(test_log_levels), cmocka_unit_test(test_docs_table),
+        cmocka_unit_test(test_log_escape), cmocka_unit_test(test_log_escape_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
