@@ -45,6 +45,11 @@ $(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
 TEST_SCRIPTS += tests/test_sn_outputs.sh
 
+$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
+
+TEST_BINS += $(BUILD)/tests/test_sn_output
+
 # ---- overhead benchmark (make bench) ------------------------------------------------
 
 $(BUILD)/sn_overhead: $(BUILD)/shim/sn_overhead.o $(SIM_LIBS)
