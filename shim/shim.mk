@@ -45,6 +45,18 @@ $(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
 TEST_SCRIPTS += tests/test_sn_outputs.sh
 
+$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
+
+TEST_BINS += $(BUILD)/tests/test_sn_output
+
+# A program that chdir()s after start, for the output path checks.
+$(BUILD)/tests/sn_chdir_sample: $(BUILD)/tests/sn_chdir_sample.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/tests/sn_chdir_sample
+TEST_SCRIPTS += tests/test_sn_paths.sh
+
 # ---- overhead benchmark (make bench) ------------------------------------------------
 
 $(BUILD)/sn_overhead: $(BUILD)/shim/sn_overhead.o $(SIM_LIBS)

@@ -32,6 +32,83 @@ void sn_log_write_raw(const char *buf, unsigned long len)
     }
 }
 
+/* Length of the valid, printable UTF-8 sequence at p (at most n bytes), or
+ * 0: C1 controls (U+0080..U+009F) count as unprintable, because some
+ * terminals act on them as on ESC sequences. */
+static size_t sn_utf8_printable(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (c == 0xc2)
+        lo = 0xa0;
+    else if (c == 0xe0)
+        lo = 0xa0; /* overlong */
+    else if (c == 0xed)
+        hi = 0x9f; /* surrogates */
+    else if (c == 0xf0)
+        lo = 0x90; /* overlong */
+    else if (c == 0xf4)
+        hi = 0x8f; /* past U+10FFFF */
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+size_t sn_log_escape(const char *in, size_t n, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)in;
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        char esc[4];
+        const char *src = esc;
+        size_t k, take = 1;
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            esc[0] = (char)c;
+            k = 1;
+        } else if (c >= 0x80 && (k = sn_utf8_printable(p + i, n - i)) > 0) {
+            src = in + i;
+            take = k;
+        } else {
+            esc[0] = '\\';
+            k = 2;
+            switch (c) {
+            case '\n': esc[1] = 'n'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\\': esc[1] = '\\'; break;
+            default:
+                esc[1] = 'x';
+                esc[2] = hex[c >> 4];
+                esc[3] = hex[c & 15];
+                k = 4;
+            }
+        }
+        if (o + k >= cap)
+            break; /* never half an escape or half a character */
+        memcpy(out + o, src, k);
+        o += k;
+        i += take;
+    }
+    out[o] = 0;
+    return o;
+}
+
 void sn_log_vemit(int level, const char *fmt, va_list ap)
 {
     if (sn_log_busy)
@@ -51,7 +128,16 @@ void sn_log_vemit(int level, const char *fmt, va_list ap)
             return;
         }
     }
-    char buf[1024];
+    /* The formatted text may carry anything a value or a path held (an SN_*
+     * variable, a file name): escaping it keeps one message on one line and
+     * keeps terminal escapes from acting. */
+    char text[1024];
+    int n = vsnprintf(text, sizeof text, fmt, ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof text)
+        n = (int)(sizeof text - 1);
+    char buf[2048];
     static const char prefix[] = "libsn: ";
     memcpy(buf, prefix, sizeof prefix - 1);
     size_t off = sizeof prefix - 1;
@@ -59,12 +145,7 @@ void sn_log_vemit(int level, const char *fmt, va_list ap)
         memcpy(buf + off, "error: ", 7);
         off += 7;
     }
-    int n = vsnprintf(buf + off, sizeof buf - off - 1, fmt, ap);
-    if (n < 0)
-        n = 0;
-    if ((size_t)n > sizeof buf - off - 2)
-        n = (int)(sizeof buf - off - 2);
-    off += (size_t)n;
+    off += sn_log_escape(text, (size_t)n, buf + off, sizeof buf - off - 1);
     buf[off++] = '\n';
     sn_log_write_raw(buf, off);
     errno = saved_errno;

@@ -7,11 +7,16 @@
  * the dynamic loader's dlsym path), never allocate through the framework's
  * allocator hooks and never write to stdout, which belongs to the program.
  * Warnings are capped so that a misbehaving run cannot flood the terminal.
+ *
+ * A message is one line: the formatted text is escaped (sn_log_escape), so a
+ * value taken from the environment or the file system cannot end the line,
+ * start a forged "libsn:" line or send escape sequences to the terminal.
  */
 #ifndef SN_LOG_H
 #define SN_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum sn_log_level { SN_LOG_ERROR = 0, SN_LOG_WARN = 1, SN_LOG_INFO = 2, SN_LOG_DEBUG = 3 };
 
@@ -39,6 +44,15 @@ extern int sn_log_level;
 
 void sn_log_emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sn_log_vemit(int level, const char *fmt, va_list ap);
+
+/* Copies n bytes of in to out (cap bytes, NUL-terminated) with every byte
+ * that is not printable written as an escape: \n, \t, \r, \\ for a
+ * backslash, \xNN for the other C0 controls, DEL and any byte >= 0x80 that
+ * is not part of a valid UTF-8 character or is a C1 control (U+0080..U+009F).
+ * Valid printable UTF-8 is kept, so file names in any script stay readable.
+ * Stops before an escape or character that would not fit; returns the
+ * length written. */
+size_t sn_log_escape(const char *in, size_t n, char *out, size_t cap);
 
 /* Writes all of buf to fd 2, retrying on EINTR; no prefix, no cap. */
 void sn_log_write_raw(const char *buf, unsigned long len);

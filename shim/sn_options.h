@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SN_OPT_PATH_MAX 1024
+#define SN_OPT_PATH_MAX 4096
 
 enum sn_mode { SN_MODE_OFF = 0, SN_MODE_TRACE = 1, SN_MODE_MANAGE = 2 };
 enum sn_policy {
@@ -50,12 +50,14 @@ typedef struct sn_options {
 #undef SN_OPTION
 } sn_options;
 
-/* One malformed value found while parsing. */
+/* One malformed value found while parsing (accepted and default_text set),
+ * or one output that cannot be used (why set, the others NULL). */
 typedef struct sn_option_problem {
     const char *variable;
     const char *accepted;
     const char *default_text;
-    char value[128];
+    char value[256];
+    char why[512];
 } sn_option_problem;
 
 typedef const char *(*sn_option_lookup)(const char *variable, void *ctx);
@@ -66,12 +68,26 @@ typedef const char *(*sn_option_lookup)(const char *variable, void *ctx);
 int sn_options_parse(sn_options *o, sn_option_lookup lookup, void *ctx,
                      sn_option_problem *problems, int max_problems);
 
+/* Resolves and checks the output paths of o (SN_REPORT, SN_TRACE, SN_PLOT
+ * when they name a path), against the current working directory: the
+ * directory must exist and a file must be creatable in it; the file itself
+ * must be absent or a regular file other than the one the program's stdout
+ * or stderr goes to (a symbolic link, device, FIFO, socket or directory is
+ * refused); and no two outputs may be the same file (the first in table
+ * order keeps it). A usable path is replaced by its absolute form (its
+ * directory resolved, its last component as given); an unusable one turns
+ * that output off and is listed in problems. Returns the number turned
+ * off. Touches the file system: creates and removes a probe file in each
+ * output's directory. */
+int sn_options_check_outputs(sn_options *o, sn_option_problem *problems, int max_problems);
+
 /* The process-wide options, valid after sn_options_load(). */
 extern sn_options sn_opt;
 
-/* Parses the environment into sn_opt once (later calls do nothing), warns
- * about malformed values, prints the table if SN_HELP=1, exits with status 2
- * on a malformed value if SN_STRICT=1. Safe to call from a constructor. */
+/* Parses the environment into sn_opt once (later calls do nothing), checks
+ * the output paths unless SN_MODE=off, warns about malformed values and
+ * unusable outputs, prints the table if SN_HELP=1, exits with status 2 on
+ * either kind of problem if SN_STRICT=1. Safe to call from a constructor. */
 void sn_options_load(void);
 
 /* Writes the option table (name, accepted values, default, meaning) to fd 2. */
@@ -84,7 +100,8 @@ void sn_options_write_markdown(int fd);
  * is "trace"; NULL if out of range. */
 const char *sn_option_choice(const char *variable, int index);
 
-/* Parses "12G", "512M", "100000", "1.5G", "80%", "free". Returns 0 on success. */
+/* Parses a SIZE value as sn_options.def defines it: "12G", "512MiB",
+ * "100000", "1.5G", "80%", "free". Returns 0 on success. */
 int sn_parse_size(const char *text, sn_size_opt *out);
 
 #endif
