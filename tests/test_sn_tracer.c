@@ -1,8 +1,9 @@
 /*
  * test_sn_tracer.c — the tracer's pure parts on hand-made data, without
- * CUDA: period detection, the what-if memory strategies, and the iteration
- * model (phases, layers, graph, tensor kinds) built from a synthetic call
- * log of a small network trained for three iterations.
+ * CUDA: period detection and the cursor that follows the iteration, the
+ * what-if memory strategies, and the iteration model (phases, layers,
+ * graph, tensor kinds) built from a synthetic call log of a small network
+ * trained for three iterations.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +93,87 @@ static void test_period_none(void **state)
     assert_false(p.found);
     sn_period_find(s, 1, 2, 4, &p);
     assert_false(p.found);
+}
+
+/* ---- the cursor ------------------------------------------------------------------------ */
+
+/* Feeds n signatures; returns the positions in pos (may be NULL) and how
+ * many completed an iteration. */
+static int feed(sn_cursor *c, const uint64_t *sig, size_t n, long *pos)
+{
+    int done = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        long p = sn_cursor_step(c, sig[i], &d);
+        if (pos)
+            pos[i] = p;
+        done += d;
+    }
+    return done;
+}
+
+static void test_cursor_follows_and_resyncs(void **state)
+{
+    (void)state;
+    const uint64_t it[] = {10, 11, 12, 13};
+    sn_cursor c;
+    assert_int_equal(sn_cursor_init(&c, it, 4, 0, 1), 0);
+    long pos[12];
+    const uint64_t three[] = {10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, three, 12, pos), 3);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(pos[i], i % 4);
+    assert_true(c.iterations == 3 && c.off_sequence == 0);
+    /* an unexpected step (a test pass, a new shape): it and the rest of its
+     * iteration are off the sequence; the next first step brings it back */
+    const uint64_t odd[] = {10, 11, 99, 12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, odd, 9, pos), 1);
+    assert_int_equal(pos[1], 1);
+    assert_int_equal(pos[2], -1);
+    assert_int_equal(pos[3], -1);
+    assert_int_equal(pos[4], -1);
+    assert_int_equal(pos[5], 0);
+    assert_int_equal(pos[8], 3);
+    assert_true(c.iterations == 4 && c.off_sequence == 3);
+    assert_true(c.synced);
+    /* an iteration cut short by the next one's first step: not completed,
+     * not off the sequence either */
+    const uint64_t short_[] = {10, 11, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, short_, 6, pos), 1);
+    assert_int_equal(pos[2], 0);
+    assert_true(c.iterations == 5 && c.off_sequence == 3);
+    sn_cursor_destroy(&c);
+
+    /* starting inside an iteration, and starting off the sequence */
+    assert_int_equal(sn_cursor_init(&c, it, 4, 2, 1), 0);
+    const uint64_t tail[] = {12, 13, 10};
+    assert_int_equal(feed(&c, tail, 3, pos), 1);
+    assert_true(pos[0] == 2 && pos[2] == 0);
+    sn_cursor_destroy(&c);
+    assert_int_equal(sn_cursor_init(&c, it, 4, 0, 0), 0);
+    const uint64_t late[] = {12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, late, 6, pos), 1);
+    assert_true(pos[0] == -1 && pos[1] == -1 && pos[2] == 0);
+    assert_true(c.off_sequence == 2);
+    sn_cursor_destroy(&c);
+    assert_int_equal(sn_cursor_init(&c, it, 0, 0, 1), -1);
+}
+
+static void test_cursor_repeated_signatures(void **state)
+{
+    (void)state;
+    /* the first step's signature recurs inside the iteration (identical
+     * blocks): following in order is not disturbed by it */
+    const uint64_t it[] = {5, 6, 5, 6, 7};
+    sn_cursor c;
+    assert_int_equal(sn_cursor_init(&c, it, 5, 0, 1), 0);
+    const uint64_t run[] = {5, 6, 5, 6, 7, 5, 6, 5, 6, 7};
+    long pos[10];
+    assert_int_equal(feed(&c, run, 10, pos), 2);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(pos[i], i % 5);
+    assert_true(c.off_sequence == 0);
+    sn_cursor_destroy(&c);
 }
 
 /* ---- what-if ---------------------------------------------------------------------- */
@@ -323,6 +405,8 @@ int main(void)
         cmocka_unit_test(test_period_internal_repetition),
         cmocka_unit_test(test_period_trailing_steps),
         cmocka_unit_test(test_period_none),
+        cmocka_unit_test(test_cursor_follows_and_resyncs),
+        cmocka_unit_test(test_cursor_repeated_signatures),
         cmocka_unit_test(test_whatif_peaks),
         cmocka_unit_test(test_whatif_reused_buffer),
         cmocka_unit_test(test_model_small_network),
