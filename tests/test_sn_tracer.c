@@ -3,7 +3,7 @@
  * CUDA: period detection and the cursor that follows the iteration, the
  * what-if memory strategies, and the iteration model (phases, layers,
  * graph, tensor kinds) built from a synthetic call log of a small network
- * trained for three iterations.
+ * trained for three iterations, and logs that hold no complete iteration.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -266,7 +266,7 @@ static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_acc
     int dim[4] = {2, 4, 8, 8};
     for (int i = 0; i < nshape; i++)
         sn_call_shape(&c, 4, dim);
-    assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) >= 0);
+    assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) != -1);
 }
 
 #define A(t, m) {(t), (m)}
@@ -398,6 +398,151 @@ static void test_model_no_iteration(void **state)
     sn_trace_destroy(&t);
 }
 
+/* ---- logs without a complete iteration ------------------------------------------------ */
+
+/* Four identical conv + relu blocks: a forward pass that repeats a block
+ * four times and a backward pass that repeats one three times, which the
+ * period search finds when the log holds less than two iterations. */
+typedef struct deep {
+    sn_trace t;
+    uint32_t x, w[4], a[4], r[4], dr[4], da[4], dw[4];
+} deep;
+
+static void deep_init(deep *d)
+{
+    sn_trace_init(&d->t, 0);
+    uint64_t at = 0x100000;
+    d->x = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+    for (int b = 0; b < 4; b++) {
+        d->w[b] = sn_trace_alloc(&d->t, at += 0x10000, 1024, 1, 1, 0);
+        d->a[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->r[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->dr[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->da[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->dw[b] = sn_trace_alloc(&d->t, at += 0x10000, 1024, 1, 1, 0);
+    }
+}
+
+static void deep_call(deep *d, int op, unsigned flags, const sn_trace_access *acc, int nacc)
+{
+    sn_call c;
+    sn_call_init(&c, 0, op, 0, NULL);
+    int dim[4] = {2, 4, 8, 8};
+    sn_call_shape(&c, 4, dim);
+    assert_true(sn_trace_call_add(&d->t, &c, flags, acc, nacc) != -1);
+}
+
+static void deep_forward(deep *d)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W | SN_ACC_KILL;
+    sn_trace_access in[] = {A(d->x, W)};
+    deep_call(d, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, in, 1);
+    uint32_t x = d->x;
+    for (int b = 0; b < 4; b++) {
+        sn_trace_access conv[] = {A(x, R), A(d->w[b], R), A(d->a[b], W)};
+        deep_call(d, SN_OP_CONV_FWD, SN_TC_STEP, conv, 3);
+        sn_trace_access relu[] = {A(d->a[b], R), A(d->r[b], W)};
+        deep_call(d, SN_OP_ACT_FWD, SN_TC_STEP, relu, 2);
+        x = d->r[b];
+    }
+}
+
+static void deep_backward_update(deep *d)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W | SN_ACC_KILL;
+    sn_trace_access loss[] = {A(d->r[3], R), A(d->dr[3], W)};
+    deep_call(d, SN_OP_GEAM, SN_TC_STEP, loss, 2);
+    for (int b = 3; b >= 0; b--) {
+        sn_trace_access relu[] = {A(d->r[b], R), A(d->dr[b], R), A(d->da[b], W)};
+        deep_call(d, SN_OP_ACT_BWD, SN_TC_STEP, relu, 3);
+        if (b > 0) {
+            sn_trace_access data[] = {A(d->w[b], R), A(d->da[b], R), A(d->dr[b - 1], W)};
+            deep_call(d, SN_OP_CONV_BWD_DATA, SN_TC_STEP, data, 3);
+        }
+        sn_trace_access filt[] = {A(b ? d->r[b - 1] : d->x, R), A(d->da[b], R), A(d->dw[b], W)};
+        deep_call(d, SN_OP_CONV_BWD_FILTER, SN_TC_STEP, filt, 3);
+    }
+    for (int b = 0; b < 4; b++) {
+        sn_trace_access upd[] = {A(d->dw[b], R), A(d->w[b], R | SN_ACC_W)};
+        deep_call(d, SN_OP_AXPY, SN_TC_STEP, upd, 2);
+    }
+}
+
+/* The report of a model without an iteration: the allocations, no
+ * tables, no budget, and "found": false in JSON. */
+static void assert_no_iteration_report(const sn_trace *t, const sn_model *m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    sn_report_text(out, &t, m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "no complete iteration seen"));
+    assert_non_null(strstr(buf, "allocations  runtime 25 "));
+    assert_null(strstr(buf, "SN_BUDGET"));
+    assert_null(strstr(buf, "layer table"));
+    assert_null(strstr(buf, "what-if"));
+    free(buf);
+    out = open_memstream(&buf, &len);
+    sn_report_json(out, &t, m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "\"found\":false"));
+    assert_non_null(strstr(buf, "\"runtime\":{\"count\":25,"));
+    assert_null(strstr(buf, "\"whatif\""));
+    assert_null(strstr(buf, "\"budget\""));
+    free(buf);
+}
+
+static void test_model_one_iteration_is_none(void **state)
+{
+    (void)state;
+    /* a run of one iteration: the backward pass's repeated block must not
+     * be taken for the iteration */
+    deep d;
+    deep_init(&d);
+    deep_forward(&d);
+    deep_backward_update(&d);
+    sn_model m;
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    assert_int_equal(m.nlayers, 0);
+    assert_true(m.budget == 0);
+    assert_int_equal(m.nsteps_total, 8 + 1 + 11 + 4);
+    assert_no_iteration_report(&d.t, &m);
+    sn_model_free(&m);
+    sn_trace_destroy(&d.t);
+}
+
+static void test_model_failed_first_iteration_is_none(void **state)
+{
+    (void)state;
+    /* out of memory during the first forward pass: four repeated blocks */
+    deep d;
+    deep_init(&d);
+    deep_forward(&d);
+    sn_model m;
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    assert_no_iteration_report(&d.t, &m);
+    sn_model_free(&m);
+    /* one whole iteration and the forward pass of the second: still less
+     * than two repetitions of an iteration */
+    deep_backward_update(&d);
+    deep_forward(&d);
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    sn_model_free(&m);
+    /* the second completes: now there are two */
+    deep_backward_update(&d);
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, 8 + 1 + 11 + 4);
+    assert_int_equal(m.iterations, 2);
+    assert_true(m.budget > 0);
+    sn_model_free(&m);
+    sn_trace_destroy(&d.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +556,8 @@ int main(void)
         cmocka_unit_test(test_whatif_reused_buffer),
         cmocka_unit_test(test_model_small_network),
         cmocka_unit_test(test_model_no_iteration),
+        cmocka_unit_test(test_model_one_iteration_is_none),
+        cmocka_unit_test(test_model_failed_first_iteration_is_none),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

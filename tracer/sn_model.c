@@ -378,67 +378,110 @@ typedef struct sn_edge {
     uint32_t tensor;
 } sn_edge;
 
+/* Where the iteration is in the recorded log. */
+typedef struct sn_where {
+    sn_period per;
+    size_t base;            /* step index where the representative iteration starts */
+    size_t iterations;      /* complete ones in the log, a differing first one included */
+    int first_differs;
+    int cut, fwd_end;       /* sn_find_cut's, in the window ending at per.end */
+    char *is_update_w;      /* sn_find_cut's update steps, window positions (caller frees) */
+} sn_where;
+
+/* Whether the steps [from, from + P) hold a forward-only and a
+ * backward-only step: a whole training iteration. A period without both is
+ * a block repeated inside one pass (the layers of a single forward pass),
+ * not an iteration. */
+static int sn_forward_and_backward(const sn_ctx *c, size_t from, size_t P)
+{
+    int f = 0, b = 0;
+    for (size_t i = from; i < from + P; i++) {
+        char ph = sn_op_phase[sn_call_at(c, i)->op];
+        f |= ph == 'F';
+        b |= ph == 'B';
+    }
+    return f && b;
+}
+
+/* Lists the log's successful steps (c->step_call, c->n) and finds the
+ * iteration: a period with a complete forward and backward pass repeated
+ * at least twice, cut where the forward pass begins. Returns 1 when found
+ * (c->P and c->base set), 0 when not, -1 when out of memory. */
+static int sn_locate(sn_ctx *c, sn_where *w)
+{
+    const sn_trace *t = c->t;
+    memset(w, 0, sizeof *w);
+    size_t nsteps = 0;
+    for (size_t i = 0; i < t->ncalls; i++)
+        nsteps += (t->calls[i].flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP;
+    c->step_call = malloc((nsteps ? nsteps : 1) * sizeof *c->step_call);
+    uint64_t *sig = malloc((nsteps ? nsteps : 1) * sizeof *sig);
+    if (!c->step_call || !sig) {
+        free(sig);
+        return -1;
+    }
+    c->n = 0;
+    for (size_t i = 0; i < t->ncalls; i++) {
+        const sn_trace_call *e = &t->calls[i];
+        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
+            sig[c->n] = e->sig;
+            c->step_call[c->n++] = i;
+        }
+    }
+    sn_period *per = &w->per;
+    sn_period_find(sig, c->n, 2, 256, per);
+    free(sig);
+    if (!per->found || per->period < 2)
+        return 0;
+    size_t P = c->P = per->period;
+    size_t w0 = per->end - P;
+    if (!sn_forward_and_backward(c, w0, P))
+        return 0;
+    w->is_update_w = malloc(P);
+    if (!w->is_update_w)
+        return -1;
+    w->fwd_end = -1;
+    w->cut = sn_find_cut(c, w0, &w->fwd_end, w->is_update_w);
+    /* representative iteration: the last complete one */
+    size_t base = w0 + (size_t)w->cut;
+    if (base + P > per->end)
+        base -= P;
+    if (base < per->start || base + P > per->end)
+        return 0;
+    c->base = w->base = base;
+    size_t first_boundary = per->start + (base - per->start) % P;
+    w->iterations = (per->end - first_boundary) / P;
+    for (size_t i = 0; i < first_boundary; i++)
+        if (sn_op_phase[sn_call_at(c, i)->op] == 'F') {
+            w->first_differs = 1;
+            w->iterations++;
+            break;
+        }
+    return 1;
+}
+
 int sn_model_build(const sn_trace *t, sn_model *m)
 {
     memset(m, 0, sizeof *m);
     m->max_working_set_layer = -1;
     sn_model_totals(t, m);
     sn_ctx c = {.t = t, .m = m};
-    c.step_call = malloc((m->nsteps_total ? m->nsteps_total : 1) * sizeof *c.step_call);
-    uint64_t *sig = malloc((m->nsteps_total ? m->nsteps_total : 1) * sizeof *sig);
-    if (!c.step_call || !sig) {
+    sn_where w;
+    int rc = sn_locate(&c, &w);
+    if (rc <= 0) {
+        free(w.is_update_w);
         free(c.step_call);
-        free(sig);
-        return -1;
+        return rc;
     }
-    for (size_t i = 0; i < t->ncalls; i++) {
-        const sn_trace_call *e = &t->calls[i];
-        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
-            sig[c.n] = e->sig;
-            c.step_call[c.n++] = i;
-        }
-    }
-    sn_period per;
-    sn_period_find(sig, c.n, 2, 256, &per);
-    free(sig);
-    if (!per.found || per.period < 2) {
-        free(c.step_call);
-        return 0;
-    }
-    size_t P = c.P = per.period;
-    size_t w0 = per.end - P;
-    char *is_update_w = malloc(P);
-    if (!is_update_w) {
-        free(c.step_call);
-        return -1;
-    }
-    int fwd_end = -1;
-    int cut = sn_find_cut(&c, w0, &fwd_end, is_update_w);
-    /* representative iteration: the last complete one */
-    size_t base = w0 + (size_t)cut;
-    if (base + P > per.end)
-        base -= P;
-    if (base < per.start || base + P > per.end) {
-        if (base + P <= per.end && base >= per.start) {
-            /* fine */
-        } else {
-            free(is_update_w);
-            free(c.step_call);
-            return 0;
-        }
-    }
-    c.base = base;
+    size_t P = c.P, base = c.base;
+    sn_period per = w.per;
+    int cut = w.cut, fwd_end = w.fwd_end;
+    char *is_update_w = w.is_update_w;
     m->found = 1;
     m->period = P;
     m->first_index = base;
-    size_t first_boundary = per.start + (base - per.start) % P;
-    m->iterations = (per.end - first_boundary) / P;
-    for (size_t i = 0; i < first_boundary; i++)
-        if (sn_op_phase[sn_call_at(&c, i)->op] == 'F') {
-            m->first_differs = 1;
-            m->iterations++;
-            break;
-        }
+    m->first_differs = w.first_differs;
+    m->iterations = w.iterations;
 
     m->steps = calloc(P, sizeof *m->steps);
     char *is_update = calloc(P, 1);

@@ -71,7 +71,7 @@ typedef struct sn_model_tensor {
 
 typedef struct sn_model {
     int dev;
-    int found;                 /* an iteration was recognised */
+    int found;                 /* a complete iteration was recognised */
     size_t ncalls, nsteps_total, ntransfers;
     size_t period;             /* steps per iteration */
     size_t iterations;         /* seen, including a first one that differs */
@@ -103,7 +103,10 @@ typedef struct sn_model {
 } sn_model;
 
 /* Builds the model of trace t; m must be freed with sn_model_free. Returns 0
- * (also when no iteration was found: m->found is then 0). */
+ * (also when no iteration was found: m->found is then 0), -1 when out of
+ * memory. An iteration is a period of steps that holds a forward and a
+ * backward pass and repeats at least twice; anything less (a run that
+ * ended or failed inside its first iterations) is not one. */
 int sn_model_build(const sn_trace *t, sn_model *m);
 void sn_model_free(sn_model *m);
 

@@ -86,7 +86,10 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
             (unsigned long long)m->alloc_count[3], mib(m->alloc_bytes[3]),
             (unsigned long long)m->alloc_count[4], mib(m->alloc_bytes[4]));
     if (!m->found) {
-        fprintf(f, "iteration    none found (fewer than two repetitions of the same steps)\n");
+        /* no layers, tables or budget from a period that is not a whole
+         * iteration: only the facts about allocations */
+        fprintf(f, "iteration    no complete iteration seen (none with a forward and a backward pass "
+                   "repeated twice)\n");
         fprintf(f, "peak         %.1f MiB as allocated\n", mib(m->peak_asis));
         return;
     }
