@@ -1,9 +1,11 @@
 /*
  * test_sn_tracer.c — the tracer's pure parts on hand-made data, without
  * CUDA: period detection and the cursor that follows the iteration, the
- * what-if memory strategies, and the iteration model (phases, layers,
- * graph, tensor kinds) built from a synthetic call log of a small network
- * trained for three iterations, and logs that hold no complete iteration.
+ * what-if memory strategies, the iteration model (phases, layers, graph,
+ * tensor kinds) built from a synthetic call log of a small network trained
+ * for three iterations, logs that hold no complete iteration, and the
+ * bounds on the log: nothing grows once the profile is complete, and a
+ * program that never repeats stops being recorded at the cap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -543,6 +545,140 @@ static void test_model_failed_first_iteration_is_none(void **state)
     sn_trace_destroy(&d.t);
 }
 
+/* ---- bounds on the log ------------------------------------------------------------------ */
+
+/* One iteration of the small network with the activations allocated at
+ * its start and freed at its end, as per-iteration allocators do. */
+static void dynamic_iteration(fake *f, int first, uint64_t *at)
+{
+    uint32_t *act[] = {&f->y, &f->z, &f->p, &f->dz, &f->dy};
+    for (int i = 0; i < 5; i++)
+        *act[i] = sn_trace_alloc(&f->t, *at += 0x100000, 1 << 20, 1, 1, 0xabc);
+    one_iteration(f, first);
+    for (int i = 0; i < 5; i++)
+        sn_trace_release(&f->t, *act[i]);
+}
+
+static void test_trace_stops_growing_after_profile(void **state)
+{
+    (void)state;
+    fake f;
+    sn_trace_init(&f.t, 0);
+    f.w = sn_trace_alloc(&f.t, 0x1000, 4096, 1, 1, 0);
+    f.ws = sn_trace_alloc(&f.t, 0x3000, 1 << 16, 1, 3, 0);
+    f.x = sn_trace_alloc(&f.t, 0x10000, 1 << 20, 1, 1, 0);
+    f.label = sn_trace_alloc(&f.t, 0x20000, 64, 1, 1, 0);
+    f.dw = sn_trace_alloc(&f.t, 0x30000, 4096, 1, 1, 0);
+    uint64_t persistent = f.t.live_bytes, at = 0x1000000;
+    for (int it = 0; it < 3; it++)
+        dynamic_iteration(&f, it == 0, &at);
+    sn_model before;
+    assert_int_equal(sn_model_build(&f.t, &before), 0);
+    assert_true(before.found && before.iterations == 3);
+
+    /* the profile is complete */
+    assert_int_equal(sn_model_follow(&f.t), 0);
+    assert_int_equal(f.t.state, SN_TRACE_FOLLOWING);
+    size_t ncalls = f.t.ncalls, nacc = f.t.nacc, nshapes = f.t.nshapes, logged = sn_trace_log_bytes(&f.t);
+    dynamic_iteration(&f, 0, &at);
+    size_t ntensors = f.t.ntensors;
+    for (int it = 0; it < 200; it++)
+        dynamic_iteration(&f, 0, &at);
+    assert_int_equal(f.t.ncalls, ncalls);
+    assert_int_equal(f.t.nacc, nacc);
+    assert_int_equal(f.t.nshapes, nshapes);
+    assert_int_equal(f.t.ntensors, ntensors);
+    assert_int_equal(sn_trace_log_bytes(&f.t), logged);
+    assert_true(f.t.live_bytes == persistent);
+    assert_true(f.t.run.iterations == 204 && f.t.run.off_sequence == 0);
+    assert_true(f.t.run.calls == ncalls + 201 * 10);
+    assert_true(f.t.run.alloc_count[1] == 4 + 204 * 5);
+
+    /* a step off the sequence, then the run goes on */
+    sn_call c;
+    sn_call_init(&c, 0, SN_OP_MEMSET, 0, NULL);
+    c.params = 12345;
+    assert_true(sn_trace_call_add(&f.t, &c, SN_TC_STEP, NULL, 0) == SN_TRACE_UNRECORDED);
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.off_sequence == 1 && f.t.run.iterations == 205);
+    /* a step that failed is not a step */
+    int64_t ix = sn_trace_call_add(&f.t, &c, SN_TC_STEP, NULL, 0);
+    uint64_t steps = f.t.run.steps;
+    sn_trace_call_failed(&f.t, ix, SN_TC_STEP);
+    assert_true(f.t.run.steps == steps - 1 && f.t.run.failed == 1);
+
+    /* the tables are those of the profile; the totals cover the run */
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, before.period);
+    assert_int_equal(m.nlayers, before.nlayers);
+    assert_int_equal(m.ntensors, before.ntensors);
+    assert_true(m.budget == before.budget && m.peak_live == before.peak_live);
+    assert_int_equal(m.iterations, 205);
+    assert_int_equal(m.iterations_recorded, 3);
+    assert_true(m.ncalls == f.t.run.calls && m.off_sequence == 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const sn_trace *tp = &f.t;
+    sn_report_text(out, &tp, &m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "iteration    period 7 steps; 205 iterations seen (the first differs)"));
+    assert_non_null(strstr(buf, "tables       from iterations 1-3 of 205 (profiled; the rest followed, "
+                                "2 steps off the sequence)"));
+    free(buf);
+    sn_model_free(&m);
+    sn_model_free(&before);
+    sn_trace_destroy(&f.t);
+}
+
+static void test_trace_cap_without_iteration(void **state)
+{
+    (void)state;
+    /* a program that never repeats: recording stops at the cap, counting
+     * goes on, and allocation records are recycled from there */
+    sn_trace t;
+    sn_trace_init(&t, 0);
+    t.max_bytes = 64 << 10;
+    uint32_t a = sn_trace_alloc(&t, 0x1000, 100, 1, 1, 0);
+    sn_trace_access acc[] = {{a, SN_ACC_W | SN_ACC_KILL}};
+    size_t recorded = 0;
+    for (int i = 0; i < 20000; i++) {
+        uint32_t b = sn_trace_alloc(&t, 0x100000 + (uint64_t)i * 512, 512, 1, 1, 0);
+        sn_call c;
+        sn_call_init(&c, 0, SN_OP_MEMSET, 0, NULL);
+        c.params = (uint64_t)i;
+        int64_t ix = sn_trace_call_add(&t, &c, SN_TC_STEP, acc, 1);
+        recorded += ix >= 0;
+        sn_trace_release(&t, b);
+    }
+    assert_int_equal(t.state, SN_TRACE_FULL);
+    assert_true(sn_trace_log_bytes(&t) <= t.max_bytes);
+    assert_int_equal(t.ncalls, recorded);
+    assert_true(recorded > 100 && recorded < 20000);
+    assert_true(t.ntensors <= t.recorded_tensors + 1);
+    assert_true(t.run.calls == 20000 && t.run.steps == 20000 && t.run.alloc_count[1] == 20001);
+    assert_true(t.live_bytes == 100 && t.peak_bytes == 612);
+    sn_model m;
+    assert_int_equal(sn_model_build(&t, &m), 0);
+    assert_false(m.found);
+    assert_int_equal(m.nsteps_total, 20000);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const sn_trace *tp = &t;
+    sn_report_text(out, &tp, &m, 1, "trace");
+    fclose(out);
+    char want[128];
+    snprintf(want, sizeof want, "no complete iteration seen in the first %zu calls (the call log filled up)",
+             recorded);
+    assert_non_null(strstr(buf, want));
+    free(buf);
+    sn_model_free(&m);
+    sn_trace_destroy(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +694,8 @@ int main(void)
         cmocka_unit_test(test_model_no_iteration),
         cmocka_unit_test(test_model_one_iteration_is_none),
         cmocka_unit_test(test_model_failed_first_iteration_is_none),
+        cmocka_unit_test(test_trace_stops_growing_after_profile),
+        cmocka_unit_test(test_trace_cap_without_iteration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
