@@ -44,6 +44,10 @@ $(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=
 
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
 TEST_SCRIPTS += tests/test_sn_outputs.sh
+TEST_SCRIPTS += tests/test_sn_memory.sh
+$(BUILD)/tests/sn_peak_rss: $(BUILD)/tests/sn_peak_rss.o
+	$(CC) -o $@ $< $(LDFLAGS)
+ALL_TARGETS += $(BUILD)/tests/sn_peak_rss
 
 $(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm

@@ -534,10 +534,11 @@ static int sn_is_transfer(int op)
 
 /* Records a step's signature; every time their number doubles, looks for
  * the iteration. Once a training iteration (one with backward steps) has
- * repeated SN_PROFILE_ITERS + 1 times, the profile is complete and steps
- * are no longer timed: the per-step times are means over the profiled
- * iterations, and the recording alone remains. */
-static void sn_profile_step_locked(sn_device *d, uint64_t sig)
+ * repeated SN_PROFILE_ITERS + 1 times, the profile is complete: steps are
+ * no longer timed (the per-step times are means over the profiled
+ * iterations) and the log stops growing, the trace following the learned
+ * iteration with running totals instead. */
+static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
 {
     if (d->profiled)
         return;
@@ -560,15 +561,13 @@ static void sn_profile_step_locked(sn_device *d, uint64_t sig)
     sn_period_find(d->step_sig, d->nsig, want, 64, &per);
     if (!per.found || (per.end - per.start) / per.period < want)
         return;
-    sn_trace *tr = NULL;
-    for (int i = 0; i < SN_MAX_DEVICES && !tr; i++)
-        if (&sn_devs[i] == d)
-            tr = sn_devs[i].trace;
-    if (!tr || !sn_trace_has_backward(tr, per.end - per.period, per.end))
+    if (!sn_trace_has_backward(tr, per.end - per.period, per.end))
         return;
     d->profiled = 1;
-    sn_info("device %d: iteration of %zu steps seen %zu times; profile complete", (int)(d - sn_devs),
-            per.period, (per.end - per.start) / per.period);
+    sn_info("device %d: iteration of %zu steps seen %zu times; profile complete", tr->dev, per.period,
+            (per.end - per.start) / per.period);
+    if (sn_model_follow(tr) != 0)
+        sn_info("device %d: the iteration could not be placed in the log; recording goes on", tr->dev);
     free(d->step_sig);
     d->step_sig = NULL;
     d->nsig = d->cap_sig = 0;
@@ -625,10 +624,11 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
     unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
     if (c->flags & SN_CALL_OPAQUE)
         flags |= SN_TC_OPAQUE;
+    /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
     t->index = sn_trace_call_add(tr, c, flags, acc, nacc);
     sn_device *d = &sn_devs[c->dev];
     if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
-        sn_profile_step_locked(d, tr->calls[t->index].sig);
+        sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
     if (t->index < 0 || d->origin_state < 0 || d->profiled || d->npending >= SN_MAX_PENDING) {
         pthread_mutex_unlock(&sn_lock);
         return;
@@ -659,14 +659,14 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
-    /* An untimed step that succeeded is complete as recorded. */
-    if (t->index < 0 || (!t->timed && ok))
+    /* An untimed step that succeeded is complete as counted. */
+    if ((t->index < 0 && t->index != SN_TRACE_UNRECORDED) || (!t->timed && ok))
         return;
     sn_device *d = &sn_devs[t->dev];
     int recorded = t->timed && ok && sn_record(t->stop, c->stream) == 0;
     pthread_mutex_lock(&sn_lock);
     if (!ok)
-        sn_trace_call_failed(d->trace, t->index);
+        sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
     if (t->timed && recorded && d->npending == d->cap_pending) {
         size_t cap = d->cap_pending ? d->cap_pending * 2 : 1024;
         sn_pending *p = realloc(d->pending, cap * sizeof *p);
@@ -839,7 +839,7 @@ static void sn_finish(int cuda_usable)
     sn_trace *traces[SN_MAX_DEVICES];
     int n = 0;
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
-        if (sn_devs[dev].trace && sn_devs[dev].trace->ncalls)
+        if (sn_devs[dev].trace && sn_devs[dev].trace->run.calls)
             traces[n++] = sn_devs[dev].trace;
     char unseen[768] = "";
     if (!n)

@@ -1,8 +1,11 @@
 /*
  * test_sn_tracer.c — the tracer's pure parts on hand-made data, without
- * CUDA: period detection, the what-if memory strategies, and the iteration
- * model (phases, layers, graph, tensor kinds) built from a synthetic call
- * log of a small network trained for three iterations.
+ * CUDA: period detection and the cursor that follows the iteration, the
+ * what-if memory strategies, the iteration model (phases, layers, graph,
+ * tensor kinds) built from a synthetic call log of a small network trained
+ * for three iterations, logs that hold no complete iteration, and the
+ * bounds on the log: nothing grows once the profile is complete, and a
+ * program that never repeats stops being recorded at the cap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +95,87 @@ static void test_period_none(void **state)
     assert_false(p.found);
     sn_period_find(s, 1, 2, 4, &p);
     assert_false(p.found);
+}
+
+/* ---- the cursor ------------------------------------------------------------------------ */
+
+/* Feeds n signatures; returns the positions in pos (may be NULL) and how
+ * many completed an iteration. */
+static int feed(sn_cursor *c, const uint64_t *sig, size_t n, long *pos)
+{
+    int done = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        long p = sn_cursor_step(c, sig[i], &d);
+        if (pos)
+            pos[i] = p;
+        done += d;
+    }
+    return done;
+}
+
+static void test_cursor_follows_and_resyncs(void **state)
+{
+    (void)state;
+    const uint64_t it[] = {10, 11, 12, 13};
+    sn_cursor c;
+    assert_int_equal(sn_cursor_init(&c, it, 4, 0, 1), 0);
+    long pos[12];
+    const uint64_t three[] = {10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, three, 12, pos), 3);
+    for (int i = 0; i < 12; i++)
+        assert_int_equal(pos[i], i % 4);
+    assert_true(c.iterations == 3 && c.off_sequence == 0);
+    /* an unexpected step (a test pass, a new shape): it and the rest of its
+     * iteration are off the sequence; the next first step brings it back */
+    const uint64_t odd[] = {10, 11, 99, 12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, odd, 9, pos), 1);
+    assert_int_equal(pos[1], 1);
+    assert_int_equal(pos[2], -1);
+    assert_int_equal(pos[3], -1);
+    assert_int_equal(pos[4], -1);
+    assert_int_equal(pos[5], 0);
+    assert_int_equal(pos[8], 3);
+    assert_true(c.iterations == 4 && c.off_sequence == 3);
+    assert_true(c.synced);
+    /* an iteration cut short by the next one's first step: not completed,
+     * not off the sequence either */
+    const uint64_t short_[] = {10, 11, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, short_, 6, pos), 1);
+    assert_int_equal(pos[2], 0);
+    assert_true(c.iterations == 5 && c.off_sequence == 3);
+    sn_cursor_destroy(&c);
+
+    /* starting inside an iteration, and starting off the sequence */
+    assert_int_equal(sn_cursor_init(&c, it, 4, 2, 1), 0);
+    const uint64_t tail[] = {12, 13, 10};
+    assert_int_equal(feed(&c, tail, 3, pos), 1);
+    assert_true(pos[0] == 2 && pos[2] == 0);
+    sn_cursor_destroy(&c);
+    assert_int_equal(sn_cursor_init(&c, it, 4, 0, 0), 0);
+    const uint64_t late[] = {12, 13, 10, 11, 12, 13};
+    assert_int_equal(feed(&c, late, 6, pos), 1);
+    assert_true(pos[0] == -1 && pos[1] == -1 && pos[2] == 0);
+    assert_true(c.off_sequence == 2);
+    sn_cursor_destroy(&c);
+    assert_int_equal(sn_cursor_init(&c, it, 0, 0, 1), -1);
+}
+
+static void test_cursor_repeated_signatures(void **state)
+{
+    (void)state;
+    /* the first step's signature recurs inside the iteration (identical
+     * blocks): following in order is not disturbed by it */
+    const uint64_t it[] = {5, 6, 5, 6, 7};
+    sn_cursor c;
+    assert_int_equal(sn_cursor_init(&c, it, 5, 0, 1), 0);
+    const uint64_t run[] = {5, 6, 5, 6, 7, 5, 6, 5, 6, 7};
+    long pos[10];
+    assert_int_equal(feed(&c, run, 10, pos), 2);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(pos[i], i % 5);
+    assert_true(c.off_sequence == 0);
+    sn_cursor_destroy(&c);
 }
 
 /* ---- what-if ---------------------------------------------------------------------- */
@@ -184,7 +268,7 @@ static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_acc
     int dim[4] = {2, 4, 8, 8};
     for (int i = 0; i < nshape; i++)
         sn_call_shape(&c, 4, dim);
-    assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) >= 0);
+    assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) != -1);
 }
 
 #define A(t, m) {(t), (m)}
@@ -316,6 +400,285 @@ static void test_model_no_iteration(void **state)
     sn_trace_destroy(&t);
 }
 
+/* ---- logs without a complete iteration ------------------------------------------------ */
+
+/* Four identical conv + relu blocks: a forward pass that repeats a block
+ * four times and a backward pass that repeats one three times, which the
+ * period search finds when the log holds less than two iterations. */
+typedef struct deep {
+    sn_trace t;
+    uint32_t x, w[4], a[4], r[4], dr[4], da[4], dw[4];
+} deep;
+
+static void deep_init(deep *d)
+{
+    sn_trace_init(&d->t, 0);
+    uint64_t at = 0x100000;
+    d->x = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+    for (int b = 0; b < 4; b++) {
+        d->w[b] = sn_trace_alloc(&d->t, at += 0x10000, 1024, 1, 1, 0);
+        d->a[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->r[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->dr[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->da[b] = sn_trace_alloc(&d->t, at += 0x10000, 4096, 1, 1, 0);
+        d->dw[b] = sn_trace_alloc(&d->t, at += 0x10000, 1024, 1, 1, 0);
+    }
+}
+
+static void deep_call(deep *d, int op, unsigned flags, const sn_trace_access *acc, int nacc)
+{
+    sn_call c;
+    sn_call_init(&c, 0, op, 0, NULL);
+    int dim[4] = {2, 4, 8, 8};
+    sn_call_shape(&c, 4, dim);
+    assert_true(sn_trace_call_add(&d->t, &c, flags, acc, nacc) != -1);
+}
+
+static void deep_forward(deep *d)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W | SN_ACC_KILL;
+    sn_trace_access in[] = {A(d->x, W)};
+    deep_call(d, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, in, 1);
+    uint32_t x = d->x;
+    for (int b = 0; b < 4; b++) {
+        sn_trace_access conv[] = {A(x, R), A(d->w[b], R), A(d->a[b], W)};
+        deep_call(d, SN_OP_CONV_FWD, SN_TC_STEP, conv, 3);
+        sn_trace_access relu[] = {A(d->a[b], R), A(d->r[b], W)};
+        deep_call(d, SN_OP_ACT_FWD, SN_TC_STEP, relu, 2);
+        x = d->r[b];
+    }
+}
+
+static void deep_backward_update(deep *d)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W | SN_ACC_KILL;
+    sn_trace_access loss[] = {A(d->r[3], R), A(d->dr[3], W)};
+    deep_call(d, SN_OP_GEAM, SN_TC_STEP, loss, 2);
+    for (int b = 3; b >= 0; b--) {
+        sn_trace_access relu[] = {A(d->r[b], R), A(d->dr[b], R), A(d->da[b], W)};
+        deep_call(d, SN_OP_ACT_BWD, SN_TC_STEP, relu, 3);
+        if (b > 0) {
+            sn_trace_access data[] = {A(d->w[b], R), A(d->da[b], R), A(d->dr[b - 1], W)};
+            deep_call(d, SN_OP_CONV_BWD_DATA, SN_TC_STEP, data, 3);
+        }
+        sn_trace_access filt[] = {A(b ? d->r[b - 1] : d->x, R), A(d->da[b], R), A(d->dw[b], W)};
+        deep_call(d, SN_OP_CONV_BWD_FILTER, SN_TC_STEP, filt, 3);
+    }
+    for (int b = 0; b < 4; b++) {
+        sn_trace_access upd[] = {A(d->dw[b], R), A(d->w[b], R | SN_ACC_W)};
+        deep_call(d, SN_OP_AXPY, SN_TC_STEP, upd, 2);
+    }
+}
+
+/* The report of a model without an iteration: the allocations, no
+ * tables, no budget, and "found": false in JSON. */
+static void assert_no_iteration_report(const sn_trace *t, const sn_model *m)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    sn_report_text(out, &t, m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "no complete iteration seen"));
+    assert_non_null(strstr(buf, "allocations  runtime 25 "));
+    assert_null(strstr(buf, "SN_BUDGET"));
+    assert_null(strstr(buf, "layer table"));
+    assert_null(strstr(buf, "what-if"));
+    free(buf);
+    out = open_memstream(&buf, &len);
+    sn_report_json(out, &t, m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "\"found\":false"));
+    assert_non_null(strstr(buf, "\"runtime\":{\"count\":25,"));
+    assert_null(strstr(buf, "\"whatif\""));
+    assert_null(strstr(buf, "\"budget\""));
+    free(buf);
+}
+
+static void test_model_one_iteration_is_none(void **state)
+{
+    (void)state;
+    /* a run of one iteration: the backward pass's repeated block must not
+     * be taken for the iteration */
+    deep d;
+    deep_init(&d);
+    deep_forward(&d);
+    deep_backward_update(&d);
+    sn_model m;
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    assert_int_equal(m.nlayers, 0);
+    assert_true(m.budget == 0);
+    assert_int_equal(m.nsteps_total, 8 + 1 + 11 + 4);
+    assert_no_iteration_report(&d.t, &m);
+    sn_model_free(&m);
+    sn_trace_destroy(&d.t);
+}
+
+static void test_model_failed_first_iteration_is_none(void **state)
+{
+    (void)state;
+    /* out of memory during the first forward pass: four repeated blocks */
+    deep d;
+    deep_init(&d);
+    deep_forward(&d);
+    sn_model m;
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    assert_no_iteration_report(&d.t, &m);
+    sn_model_free(&m);
+    /* one whole iteration and the forward pass of the second: still less
+     * than two repetitions of an iteration */
+    deep_backward_update(&d);
+    deep_forward(&d);
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_false(m.found);
+    sn_model_free(&m);
+    /* the second completes: now there are two */
+    deep_backward_update(&d);
+    assert_int_equal(sn_model_build(&d.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, 8 + 1 + 11 + 4);
+    assert_int_equal(m.iterations, 2);
+    assert_true(m.budget > 0);
+    sn_model_free(&m);
+    sn_trace_destroy(&d.t);
+}
+
+/* ---- bounds on the log ------------------------------------------------------------------ */
+
+/* One iteration of the small network with the activations allocated at
+ * its start and freed at its end, as per-iteration allocators do. */
+static void dynamic_iteration(fake *f, int first, uint64_t *at)
+{
+    uint32_t *act[] = {&f->y, &f->z, &f->p, &f->dz, &f->dy};
+    for (int i = 0; i < 5; i++)
+        *act[i] = sn_trace_alloc(&f->t, *at += 0x100000, 1 << 20, 1, 1, 0xabc);
+    one_iteration(f, first);
+    for (int i = 0; i < 5; i++)
+        sn_trace_release(&f->t, *act[i]);
+}
+
+static void test_trace_stops_growing_after_profile(void **state)
+{
+    (void)state;
+    fake f;
+    sn_trace_init(&f.t, 0);
+    f.w = sn_trace_alloc(&f.t, 0x1000, 4096, 1, 1, 0);
+    f.ws = sn_trace_alloc(&f.t, 0x3000, 1 << 16, 1, 3, 0);
+    f.x = sn_trace_alloc(&f.t, 0x10000, 1 << 20, 1, 1, 0);
+    f.label = sn_trace_alloc(&f.t, 0x20000, 64, 1, 1, 0);
+    f.dw = sn_trace_alloc(&f.t, 0x30000, 4096, 1, 1, 0);
+    uint64_t persistent = f.t.live_bytes, at = 0x1000000;
+    for (int it = 0; it < 3; it++)
+        dynamic_iteration(&f, it == 0, &at);
+    sn_model before;
+    assert_int_equal(sn_model_build(&f.t, &before), 0);
+    assert_true(before.found && before.iterations == 3);
+
+    /* the profile is complete */
+    assert_int_equal(sn_model_follow(&f.t), 0);
+    assert_int_equal(f.t.state, SN_TRACE_FOLLOWING);
+    size_t ncalls = f.t.ncalls, nacc = f.t.nacc, nshapes = f.t.nshapes, logged = sn_trace_log_bytes(&f.t);
+    dynamic_iteration(&f, 0, &at);
+    size_t ntensors = f.t.ntensors;
+    for (int it = 0; it < 200; it++)
+        dynamic_iteration(&f, 0, &at);
+    assert_int_equal(f.t.ncalls, ncalls);
+    assert_int_equal(f.t.nacc, nacc);
+    assert_int_equal(f.t.nshapes, nshapes);
+    assert_int_equal(f.t.ntensors, ntensors);
+    assert_int_equal(sn_trace_log_bytes(&f.t), logged);
+    assert_true(f.t.live_bytes == persistent);
+    assert_true(f.t.run.iterations == 204 && f.t.run.off_sequence == 0);
+    assert_true(f.t.run.calls == ncalls + 201 * 10);
+    assert_true(f.t.run.alloc_count[1] == 4 + 204 * 5);
+
+    /* a step off the sequence, then the run goes on */
+    sn_call c;
+    sn_call_init(&c, 0, SN_OP_MEMSET, 0, NULL);
+    c.params = 12345;
+    assert_true(sn_trace_call_add(&f.t, &c, SN_TC_STEP, NULL, 0) == SN_TRACE_UNRECORDED);
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.off_sequence == 1 && f.t.run.iterations == 205);
+    /* a step that failed is not a step */
+    int64_t ix = sn_trace_call_add(&f.t, &c, SN_TC_STEP, NULL, 0);
+    uint64_t steps = f.t.run.steps;
+    sn_trace_call_failed(&f.t, ix, SN_TC_STEP);
+    assert_true(f.t.run.steps == steps - 1 && f.t.run.failed == 1);
+
+    /* the tables are those of the profile; the totals cover the run */
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, before.period);
+    assert_int_equal(m.nlayers, before.nlayers);
+    assert_int_equal(m.ntensors, before.ntensors);
+    assert_true(m.budget == before.budget && m.peak_live == before.peak_live);
+    assert_int_equal(m.iterations, 205);
+    assert_int_equal(m.iterations_recorded, 3);
+    assert_true(m.ncalls == f.t.run.calls && m.off_sequence == 2);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const sn_trace *tp = &f.t;
+    sn_report_text(out, &tp, &m, 1, "trace");
+    fclose(out);
+    assert_non_null(strstr(buf, "iteration    period 7 steps; 205 iterations seen (the first differs)"));
+    assert_non_null(strstr(buf, "tables       from iterations 1-3 of 205 (profiled; the rest followed, "
+                                "2 steps off the sequence)"));
+    free(buf);
+    sn_model_free(&m);
+    sn_model_free(&before);
+    sn_trace_destroy(&f.t);
+}
+
+static void test_trace_cap_without_iteration(void **state)
+{
+    (void)state;
+    /* a program that never repeats: recording stops at the cap, counting
+     * goes on, and allocation records are recycled from there */
+    sn_trace t;
+    sn_trace_init(&t, 0);
+    t.max_bytes = 64 << 10;
+    uint32_t a = sn_trace_alloc(&t, 0x1000, 100, 1, 1, 0);
+    sn_trace_access acc[] = {{a, SN_ACC_W | SN_ACC_KILL}};
+    size_t recorded = 0;
+    for (int i = 0; i < 20000; i++) {
+        uint32_t b = sn_trace_alloc(&t, 0x100000 + (uint64_t)i * 512, 512, 1, 1, 0);
+        sn_call c;
+        sn_call_init(&c, 0, SN_OP_MEMSET, 0, NULL);
+        c.params = (uint64_t)i;
+        int64_t ix = sn_trace_call_add(&t, &c, SN_TC_STEP, acc, 1);
+        recorded += ix >= 0;
+        sn_trace_release(&t, b);
+    }
+    assert_int_equal(t.state, SN_TRACE_FULL);
+    assert_true(sn_trace_log_bytes(&t) <= t.max_bytes);
+    assert_int_equal(t.ncalls, recorded);
+    assert_true(recorded > 100 && recorded < 20000);
+    assert_true(t.ntensors <= t.recorded_tensors + 1);
+    assert_true(t.run.calls == 20000 && t.run.steps == 20000 && t.run.alloc_count[1] == 20001);
+    assert_true(t.live_bytes == 100 && t.peak_bytes == 612);
+    sn_model m;
+    assert_int_equal(sn_model_build(&t, &m), 0);
+    assert_false(m.found);
+    assert_int_equal(m.nsteps_total, 20000);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    const sn_trace *tp = &t;
+    sn_report_text(out, &tp, &m, 1, "trace");
+    fclose(out);
+    char want[128];
+    snprintf(want, sizeof want, "no complete iteration seen in the first %zu calls (the call log filled up)",
+             recorded);
+    assert_non_null(strstr(buf, want));
+    free(buf);
+    sn_model_free(&m);
+    sn_trace_destroy(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,10 +686,16 @@ int main(void)
         cmocka_unit_test(test_period_internal_repetition),
         cmocka_unit_test(test_period_trailing_steps),
         cmocka_unit_test(test_period_none),
+        cmocka_unit_test(test_cursor_follows_and_resyncs),
+        cmocka_unit_test(test_cursor_repeated_signatures),
         cmocka_unit_test(test_whatif_peaks),
         cmocka_unit_test(test_whatif_reused_buffer),
         cmocka_unit_test(test_model_small_network),
         cmocka_unit_test(test_model_no_iteration),
+        cmocka_unit_test(test_model_one_iteration_is_none),
+        cmocka_unit_test(test_model_failed_first_iteration_is_none),
+        cmocka_unit_test(test_trace_stops_growing_after_profile),
+        cmocka_unit_test(test_trace_cap_without_iteration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,3 +63,36 @@ done
 # the loss gradient: kernel-launch interception on the same networks.
 run_case resnet dynamic 1 --net resnet --input 32 --kernels
 run_case inception caffe 1 --net inception --depth 3 --input 32 --kernels
+
+# No complete iteration: a run of one iteration, and a run that runs out of
+# device memory inside its first. The repeated blocks of a single pass are
+# not an iteration: the report says none was seen, gives the allocations it
+# saw, and no layers, what-if peaks or SN_BUDGET.
+no_iteration_case() {
+    local tag="$1" want_rc="$2" mem="$3" iters="$4"
+    local args=(--net resnet --input 32 --batch 2 --width 4 --alloc dynamic --iters "$iters")
+    local rc ok=1
+    for out in txt json; do
+        SIMGPU_MEM=$mem SN_MODE=trace SN_REPORT="$tmp/none.$out" LD_PRELOAD="$lib" "$trainer" "${args[@]}" \
+            >"$tmp/none.out" 2>&1
+        rc=$?
+        [ $rc -eq "$want_rc" ] || ok=0
+    done
+    [ "$want_rc" -eq 0 ] || grep -q 'out of memory: .* in iteration 1;' "$tmp/none.out" || ok=0
+    grep -q '^iteration    no complete iteration seen' "$tmp/none.txt" || ok=0
+    grep -qE '^allocations  runtime [1-9]' "$tmp/none.txt" || ok=0
+    ! grep -qE 'SN_BUDGET|layer table|what-if' "$tmp/none.txt" || ok=0
+    grep -q '"found":false' "$tmp/none.json" || ok=0
+    grep -qE '"runtime":\{"count":[1-9]' "$tmp/none.json" || ok=0
+    ! grep -qE '"whatif"|"budget"|"layers"' "$tmp/none.json" || ok=0
+    if [ $ok -eq 1 ]; then
+        echo "ok - $tag: no complete iteration seen, allocations reported, no budget"
+    else
+        echo "not ok - $tag: the report must say no complete iteration was seen (exit $rc, want $want_rc)"
+        grep -E 'out of memory|^(iteration|allocations|phases|layers)|SN_BUDGET' "$tmp/none.out" "$tmp/none.txt" |
+            sed 's/^/# /' | head -8
+        cut -c1-300 "$tmp/none.json" | sed 's/^/# /'
+    fi
+}
+no_iteration_case "resnet/one iteration" 0 12G 1
+no_iteration_case "resnet/out of memory in iteration 1" 3 7M 2

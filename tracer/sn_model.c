@@ -164,17 +164,14 @@ static int sn_writes(const sn_ctx *c, const sn_trace_call *e, uint32_t tensor)
 
 /* ---- the cut: where an iteration begins ---------------------------------------- */
 
-/* Positions are indices into the window of P steps starting at step w0;
- * the returned cut is the window position where an iteration starts.
- * Also returns (window positions) the end of the forward pass and the set
- * of update steps. */
-static int sn_find_cut(sn_ctx *c, size_t w0, int *fwd_end_out, char *is_update)
+/* In the window of P steps starting at step w0, the last B-only op
+ * followed (cyclically) by an F-only op with the widest gap: the end of a
+ * backward pass and the start of the next forward pass, as window
+ * positions in *best_b and *best_f (-1 when there is none). Ops only, no
+ * tensors: it does not matter where the window begins. */
+static void sn_pass_turn(const sn_ctx *c, size_t w0, long *best_b_out, long *best_f_out)
 {
     size_t P = c->P;
-    const sn_trace *t = c->t;
-    memset(is_update, 0, P);
-    *fwd_end_out = -1;
-    /* last B-only op followed (cyclically) by an F-only op, with the widest gap */
     long best_b = -1, best_f = -1;
     size_t best_gap = 0;
     for (size_t i = 0; i < P; i++) {
@@ -195,6 +192,25 @@ static int sn_find_cut(sn_ctx *c, size_t w0, int *fwd_end_out, char *is_update)
             }
         }
     }
+    *best_b_out = best_b;
+    *best_f_out = best_f;
+}
+
+/* Positions are indices into the window of P steps starting at step w0;
+ * the returned cut is the window position where an iteration starts.
+ * Also returns (window positions) the end of the forward pass and the set
+ * of update steps. The dependencies it follows go through tensors, so the
+ * window should begin with a forward pass: where a framework allocates
+ * anew every iteration, a walk that wraps around the window's end would go
+ * from one iteration's tensors to another's. */
+static int sn_find_cut(sn_ctx *c, size_t w0, int *fwd_end_out, char *is_update)
+{
+    size_t P = c->P;
+    const sn_trace *t = c->t;
+    memset(is_update, 0, P);
+    *fwd_end_out = -1;
+    long best_b, best_f;
+    sn_pass_turn(c, w0, &best_b, &best_f);
     if (best_b < 0)
         return 0; /* no training structure: the window as it is, all forward */
     /* forward pass: from the first F op to the last F op before a B op */
@@ -349,27 +365,25 @@ void sn_model_free(sn_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* Totals of the whole run come from the trace's running statistics: the
+ * log may hold only its beginning. */
 static void sn_model_totals(const sn_trace *t, sn_model *m)
 {
     m->dev = t->dev;
-    m->ncalls = t->ncalls;
+    m->ncalls = t->run.calls;
+    m->nsteps_total = t->run.steps;
+    m->ntransfers = t->run.transfers;
+    m->recorded_calls = t->ncalls;
+    m->log_state = t->state;
+    m->failed_calls = t->run.failed;
+    m->off_sequence = t->run.off_sequence;
+    m->opaque_calls = t->run.opaque;
     m->peak_asis = t->peak_bytes;
+    m->live_bytes = t->live_bytes;
     m->unknown_ranges = t->unknown_ranges;
-    for (size_t i = 0; i < t->ncalls; i++) {
-        const sn_trace_call *e = &t->calls[i];
-        if (e->flags & SN_TC_FAILED)
-            continue;
-        if (e->flags & SN_TC_STEP)
-            m->nsteps_total++;
-        if (e->flags & SN_TC_TRANSFER)
-            m->ntransfers++;
-    }
-    for (size_t i = 0; i < t->ntensors; i++) {
-        int o = t->tensors[i].owner;
-        if (o >= 0 && o <= 4) {
-            m->alloc_count[o]++;
-            m->alloc_bytes[o] += t->tensors[i].bytes;
-        }
+    for (int o = 0; o < 5; o++) {
+        m->alloc_count[o] = t->run.alloc_count[o];
+        m->alloc_bytes[o] = t->run.alloc_bytes[o];
     }
 }
 
@@ -378,67 +392,141 @@ typedef struct sn_edge {
     uint32_t tensor;
 } sn_edge;
 
+/* Where the iteration is in the recorded log. */
+typedef struct sn_where {
+    sn_period per;
+    size_t base;            /* step index where the representative iteration starts */
+    size_t iterations;      /* complete ones in the log, a differing first one included */
+    int first_differs;
+    int cut, fwd_end;       /* sn_find_cut's, in the window sn_locate chose */
+    char *is_update_w;      /* sn_find_cut's update steps, window positions (caller frees) */
+} sn_where;
+
+/* Whether the steps [from, from + P) hold a forward-only and a
+ * backward-only step: a whole training iteration. A period without both is
+ * a block repeated inside one pass (the layers of a single forward pass),
+ * not an iteration. */
+static int sn_forward_and_backward(const sn_ctx *c, size_t from, size_t P)
+{
+    int f = 0, b = 0;
+    for (size_t i = from; i < from + P; i++) {
+        char ph = sn_op_phase[sn_call_at(c, i)->op];
+        f |= ph == 'F';
+        b |= ph == 'B';
+    }
+    return f && b;
+}
+
+/* Lists the log's successful steps (c->step_call, c->n) and finds the
+ * iteration: a period with a complete forward and backward pass repeated
+ * at least twice, cut where the forward pass begins. Returns 1 when found
+ * (c->P and c->base set), 0 when not, -1 when out of memory. */
+static int sn_locate(sn_ctx *c, sn_where *w)
+{
+    const sn_trace *t = c->t;
+    memset(w, 0, sizeof *w);
+    size_t nsteps = 0;
+    for (size_t i = 0; i < t->ncalls; i++)
+        nsteps += (t->calls[i].flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP;
+    c->step_call = malloc((nsteps ? nsteps : 1) * sizeof *c->step_call);
+    uint64_t *sig = malloc((nsteps ? nsteps : 1) * sizeof *sig);
+    if (!c->step_call || !sig) {
+        free(sig);
+        return -1;
+    }
+    c->n = 0;
+    for (size_t i = 0; i < t->ncalls; i++) {
+        const sn_trace_call *e = &t->calls[i];
+        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
+            sig[c->n] = e->sig;
+            c->step_call[c->n++] = i;
+        }
+    }
+    sn_period *per = &w->per;
+    sn_period_find(sig, c->n, 2, 256, per);
+    free(sig);
+    if (!per->found || per->period < 2)
+        return 0;
+    size_t P = c->P = per->period;
+    size_t w0 = per->end - P;
+    if (!sn_forward_and_backward(c, w0, P))
+        return 0;
+    /* move the window back to begin with a forward pass (sn_find_cut);
+     * the periodic part holds two periods at least, so it stays inside */
+    long turn_b, turn_f;
+    sn_pass_turn(c, w0, &turn_b, &turn_f);
+    if (turn_f > 0)
+        w0 = w0 + (size_t)turn_f - P;
+    w->is_update_w = malloc(P);
+    if (!w->is_update_w)
+        return -1;
+    w->fwd_end = -1;
+    w->cut = sn_find_cut(c, w0, &w->fwd_end, w->is_update_w);
+    /* representative iteration: the last complete one */
+    size_t base = w0 + (size_t)w->cut;
+    if (base + P > per->end)
+        base -= P;
+    if (base < per->start || base + P > per->end)
+        return 0;
+    c->base = w->base = base;
+    size_t first_boundary = per->start + (base - per->start) % P;
+    w->iterations = (per->end - first_boundary) / P;
+    for (size_t i = 0; i < first_boundary; i++)
+        if (sn_op_phase[sn_call_at(c, i)->op] == 'F') {
+            w->first_differs = 1;
+            w->iterations++;
+            break;
+        }
+    return 1;
+}
+
+int sn_model_follow(sn_trace *t)
+{
+    sn_ctx c = {.t = t};
+    sn_where w;
+    int rc = sn_locate(&c, &w);
+    uint64_t *sig = rc == 1 ? malloc(c.P * sizeof *sig) : NULL;
+    if (sig) {
+        for (size_t s = 0; s < c.P; s++)
+            sig[s] = t->calls[c.step_call[c.base + s]].sig;
+        /* The log ends inside the periodic part, normally: the next step
+         * is the one after it. After a few odd steps, wait for the next
+         * iteration's first. */
+        int synced = w.per.end == c.n;
+        rc = sn_trace_follow(t, sig, c.P, synced ? (c.n - c.base) % c.P : 0, synced, w.iterations);
+    } else {
+        rc = -1;
+    }
+    free(sig);
+    free(w.is_update_w);
+    free(c.step_call);
+    return rc;
+}
+
 int sn_model_build(const sn_trace *t, sn_model *m)
 {
     memset(m, 0, sizeof *m);
     m->max_working_set_layer = -1;
     sn_model_totals(t, m);
     sn_ctx c = {.t = t, .m = m};
-    c.step_call = malloc((m->nsteps_total ? m->nsteps_total : 1) * sizeof *c.step_call);
-    uint64_t *sig = malloc((m->nsteps_total ? m->nsteps_total : 1) * sizeof *sig);
-    if (!c.step_call || !sig) {
+    sn_where w;
+    int rc = sn_locate(&c, &w);
+    if (rc <= 0) {
+        free(w.is_update_w);
         free(c.step_call);
-        free(sig);
-        return -1;
+        return rc;
     }
-    for (size_t i = 0; i < t->ncalls; i++) {
-        const sn_trace_call *e = &t->calls[i];
-        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
-            sig[c.n] = e->sig;
-            c.step_call[c.n++] = i;
-        }
-    }
-    sn_period per;
-    sn_period_find(sig, c.n, 2, 256, &per);
-    free(sig);
-    if (!per.found || per.period < 2) {
-        free(c.step_call);
-        return 0;
-    }
-    size_t P = c.P = per.period;
-    size_t w0 = per.end - P;
-    char *is_update_w = malloc(P);
-    if (!is_update_w) {
-        free(c.step_call);
-        return -1;
-    }
-    int fwd_end = -1;
-    int cut = sn_find_cut(&c, w0, &fwd_end, is_update_w);
-    /* representative iteration: the last complete one */
-    size_t base = w0 + (size_t)cut;
-    if (base + P > per.end)
-        base -= P;
-    if (base < per.start || base + P > per.end) {
-        if (base + P <= per.end && base >= per.start) {
-            /* fine */
-        } else {
-            free(is_update_w);
-            free(c.step_call);
-            return 0;
-        }
-    }
-    c.base = base;
+    size_t P = c.P, base = c.base;
+    sn_period per = w.per;
+    int cut = w.cut, fwd_end = w.fwd_end;
+    char *is_update_w = w.is_update_w;
     m->found = 1;
     m->period = P;
     m->first_index = base;
-    size_t first_boundary = per.start + (base - per.start) % P;
-    m->iterations = (per.end - first_boundary) / P;
-    for (size_t i = 0; i < first_boundary; i++)
-        if (sn_op_phase[sn_call_at(&c, i)->op] == 'F') {
-            m->first_differs = 1;
-            m->iterations++;
-            break;
-        }
+    m->first_differs = w.first_differs;
+    m->iterations_recorded = w.iterations;
+    /* following: the running count covers the whole run */
+    m->iterations = t->state == SN_TRACE_FOLLOWING ? t->run.iterations : w.iterations;
 
     m->steps = calloc(P, sizeof *m->steps);
     char *is_update = calloc(P, 1);
@@ -891,7 +979,7 @@ int sn_model_build(const sn_trace *t, sn_model *m)
         /* memory the libraries hold for themselves throughout (cuDNN and
          * cuBLAS handles' workspaces): no strategy moves it */
         uint64_t fixed = 0;
-        for (size_t i = 0; i < t->ntensors; i++) {
+        for (size_t i = 0; i < t->recorded_tensors; i++) {
             const sn_trace_tensor *x = &t->tensors[i];
             if ((x->owner == 3 || x->owner == 4) && sn_trace_counts_memory(x->kind) &&
                 x->alloc_call < call_lo && (!x->freed || x->free_call >= call_hi) &&

@@ -71,10 +71,16 @@ typedef struct sn_model_tensor {
 
 typedef struct sn_model {
     int dev;
-    int found;                 /* an iteration was recognised */
+    int found;                 /* a complete iteration was recognised */
+    /* the whole run (the trace's running statistics) */
     size_t ncalls, nsteps_total, ntransfers;
+    uint64_t failed_calls, off_sequence, opaque_calls, live_bytes;
+    /* the log the tables come from */
+    size_t recorded_calls;
+    int log_state;             /* enum sn_trace_state at the end */
     size_t period;             /* steps per iteration */
-    size_t iterations;         /* seen, including a first one that differs */
+    size_t iterations;         /* seen in the whole run, including a first one that differs */
+    size_t iterations_recorded;   /* the complete ones in the log: 1..this */
     int first_differs;
     size_t first_index;        /* step index where the representative iteration starts */
     sn_model_step *steps;      /* period entries */
@@ -103,8 +109,17 @@ typedef struct sn_model {
 } sn_model;
 
 /* Builds the model of trace t; m must be freed with sn_model_free. Returns 0
- * (also when no iteration was found: m->found is then 0). */
+ * (also when no iteration was found: m->found is then 0), -1 when out of
+ * memory. An iteration is a period of steps that holds a forward and a
+ * backward pass and repeats at least twice; anything less (a run that
+ * ended or failed inside its first iterations) is not one. */
 int sn_model_build(const sn_trace *t, sn_model *m);
+
+/* The profile is complete: finds the iteration in t's log as
+ * sn_model_build does and switches t to following it (sn_trace_follow),
+ * expecting the step after the last one logged. Returns 0, or -1 when the
+ * log holds no complete iteration (t keeps recording). */
+int sn_model_follow(sn_trace *t);
 void sn_model_free(sn_model *m);
 
 const char *sn_role_name(int role);

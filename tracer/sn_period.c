@@ -10,6 +10,7 @@
 #include "tracer/sn_period.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Longest periodic suffix of sig[0..n): returns its length, sets *period. */
 static size_t sn_periodic_suffix(const uint64_t *sig, size_t n, size_t min_repeats, size_t *period,
@@ -66,4 +67,49 @@ void sn_period_find(const uint64_t *sig, size_t n, size_t min_repeats, size_t ma
             break; /* the end is regular: no need to look past trailing steps */
     }
     free(pi);
+}
+
+int sn_cursor_init(sn_cursor *c, const uint64_t *sig, size_t period, size_t pos, int synced)
+{
+    memset(c, 0, sizeof *c);
+    if (!sig || period == 0 || !(c->sig = malloc(period * sizeof *c->sig)))
+        return -1;
+    memcpy(c->sig, sig, period * sizeof *c->sig);
+    c->period = period;
+    c->pos = pos % period;
+    c->synced = synced != 0;
+    return 0;
+}
+
+void sn_cursor_destroy(sn_cursor *c)
+{
+    free(c->sig);
+    memset(c, 0, sizeof *c);
+}
+
+long sn_cursor_step(sn_cursor *c, uint64_t sig, int *completed)
+{
+    if (completed)
+        *completed = 0;
+    if (!c->period)
+        return -1;
+    if (!c->synced || sig != c->sig[c->pos]) {
+        /* Only the iteration's first step brings the cursor back: the
+         * rest of an interrupted iteration cannot be placed reliably. */
+        if (sig != c->sig[0]) {
+            c->synced = 0;
+            c->off_sequence++;
+            return -1;
+        }
+        c->synced = 1;
+        c->pos = 0;
+    }
+    long at = (long)c->pos;
+    if (++c->pos == c->period) {
+        c->pos = 0;
+        c->iterations++;
+        if (completed)
+            *completed = 1;
+    }
+    return at;
 }

@@ -2,7 +2,9 @@
  * sn_report.c — the trace-mode report, as text (for people) and as JSON
  * (for scripts). Both carry the same facts: the iteration, phases, the
  * layer table with its graph, the tensor table, memory per step and the
- * what-if peaks with the smallest budget libsn expects to need.
+ * what-if peaks with the smallest budget libsn expects to need. Totals
+ * (calls, allocations, iterations, peak) cover the whole run; the tables
+ * come from the recorded log, which ends with the profile, and say so.
  */
 #include "tracer/sn_output.h"
 
@@ -86,12 +88,28 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
             (unsigned long long)m->alloc_count[3], mib(m->alloc_bytes[3]),
             (unsigned long long)m->alloc_count[4], mib(m->alloc_bytes[4]));
     if (!m->found) {
-        fprintf(f, "iteration    none found (fewer than two repetitions of the same steps)\n");
+        /* no layers, tables or budget from a period that is not a whole
+         * iteration: only the facts about allocations */
+        if (m->log_state == SN_TRACE_FULL)
+            fprintf(f, "iteration    no complete iteration seen in the first %zu calls (the call log "
+                       "filled up)\n",
+                    m->recorded_calls);
+        else
+            fprintf(f, "iteration    no complete iteration seen (none with a forward and a backward pass "
+                       "repeated twice)\n");
         fprintf(f, "peak         %.1f MiB as allocated\n", mib(m->peak_asis));
         return;
     }
     fprintf(f, "iteration    period %zu steps; %zu iterations seen%s\n", m->period, m->iterations,
             iter_note(m));
+    fprintf(f, "tables       from iterations 1-%zu of %zu ", m->iterations_recorded, m->iterations);
+    if (m->log_state == SN_TRACE_FOLLOWING)
+        fprintf(f, "(profiled; the rest followed, %llu steps off the sequence)\n",
+                (unsigned long long)m->off_sequence);
+    else if (m->log_state == SN_TRACE_FULL)
+        fprintf(f, "(the call log filled up; the rest only counted)\n");
+    else
+        fprintf(f, "(the whole run was recorded)\n");
     fprintf(f, "phases       forward %d steps in %d layers; backward %d steps in %d layers; update %d steps\n",
             m->fwd_steps, m->fwd_layers, m->bwd_steps, m->bwd_layers, m->upd_steps);
     char counts[2048];
@@ -231,7 +249,16 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     for (int o = 1; o <= 4; o++)
         fprintf(f, "%s\"%s\":{\"count\":%llu,\"bytes\":%llu}", o > 1 ? "," : "", owners[o - 1],
                 (unsigned long long)m->alloc_count[o], (unsigned long long)m->alloc_bytes[o]);
-    fprintf(f, "},\"found\":%s,\"peak_asis\":%llu", m->found ? "true" : "false",
+    static const char *const states[] = {"recording", "following", "full"};
+    fprintf(f, "},\"run\":{\"failed_calls\":%llu,\"opaque_calls\":%llu,\"unknown_ranges\":%llu,"
+               "\"off_sequence_steps\":%llu,\"live_bytes\":%llu,\"peak_bytes\":%llu}",
+            (unsigned long long)m->failed_calls,
+            (unsigned long long)m->opaque_calls, (unsigned long long)m->unknown_ranges,
+            (unsigned long long)m->off_sequence, (unsigned long long)m->live_bytes,
+            (unsigned long long)m->peak_asis);
+    fprintf(f, ",\"recorded\":{\"calls\":%zu,\"iterations\":%zu,\"log\":\"%s\"}", m->recorded_calls,
+            m->iterations_recorded, m->log_state >= 0 && m->log_state <= 2 ? states[m->log_state] : "?");
+    fprintf(f, ",\"found\":%s,\"peak_asis\":%llu", m->found ? "true" : "false",
             (unsigned long long)m->peak_asis);
     long timed_calls = 0;
     for (size_t i = 0; i < t->ncalls; i++)

@@ -1,5 +1,6 @@
 /*
- * sn_trace.c — appending to the call log (see sn_trace.h).
+ * sn_trace.c — appending to the call log, counting, and following the
+ * iteration once the log stops (see sn_trace.h).
  */
 #include "tracer/sn_trace.h"
 
@@ -7,10 +8,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "shim/sn_log.h"
+
+#define SN_NO_TENSOR UINT32_MAX
+
 void sn_trace_init(sn_trace *t, int dev)
 {
     memset(t, 0, sizeof *t);
     t->dev = dev;
+    t->state = SN_TRACE_RECORDING;
+    t->max_bytes = SN_TRACE_MAX_BYTES;
+    t->free_tensor = SN_NO_TENSOR;
 }
 
 /* The arrays of the log grow to hundreds of megabytes on long runs: they
@@ -34,6 +42,7 @@ void sn_trace_destroy(sn_trace *t)
     sn_unmap(t->calls, t->cap_calls, sizeof *t->calls);
     sn_unmap(t->acc, t->cap_acc, sizeof *t->acc);
     sn_unmap(t->shapes, t->cap_shapes, sizeof *t->shapes);
+    sn_cursor_destroy(&t->cursor);
     memset(t, 0, sizeof *t);
 }
 
@@ -54,12 +63,45 @@ static int sn_grow_mapped(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+size_t sn_trace_log_bytes(const sn_trace *t)
+{
+    return t->ncalls * sizeof *t->calls + t->nacc * sizeof *t->acc + t->nshapes * sizeof *t->shapes +
+           t->recorded_tensors * sizeof *t->tensors;
+}
+
+/* The log would pass max_bytes: stop recording, once, and say so. */
+static int sn_trace_over_cap(sn_trace *t, size_t more)
+{
+    if (sn_trace_log_bytes(t) + more <= t->max_bytes)
+        return 0;
+    t->state = SN_TRACE_FULL;
+    sn_warn("device %d: the call log reached %.1f MiB before a training iteration repeated; recording "
+            "stops after %zu calls (the report's tables cover those, its totals the whole run)",
+            t->dev, (double)t->max_bytes / 1048576.0, t->ncalls);
+    return 1;
+}
+
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site)
 {
-    if (t->ntensors >= UINT32_MAX - 1 ||
-        sn_grow_mapped((void **)&t->tensors, &t->cap_tensors, t->ntensors + 1, sizeof *t->tensors))
-        return UINT32_MAX;
-    sn_trace_tensor *x = &t->tensors[t->ntensors];
+    if (owner >= 0 && owner < 5) {
+        t->run.alloc_count[owner]++;
+        t->run.alloc_bytes[owner] += bytes;
+    }
+    if (t->state == SN_TRACE_RECORDING)
+        sn_trace_over_cap(t, sizeof *t->tensors);
+    uint32_t id;
+    if (t->state != SN_TRACE_RECORDING && t->free_tensor != SN_NO_TENSOR) {
+        id = t->free_tensor;
+        t->free_tensor = t->tensors[id].next_free;
+    } else {
+        if (t->ntensors >= SN_NO_TENSOR - 1 ||
+            sn_grow_mapped((void **)&t->tensors, &t->cap_tensors, t->ntensors + 1, sizeof *t->tensors))
+            return SN_NO_TENSOR;
+        id = (uint32_t)t->ntensors++;
+        if (t->state == SN_TRACE_RECORDING)
+            t->recorded_tensors = t->ntensors;
+    }
+    sn_trace_tensor *x = &t->tensors[id];
     x->base = base;
     x->bytes = bytes;
     x->kind = kind;
@@ -68,12 +110,13 @@ uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, in
     x->alloc_call = t->ncalls;
     x->free_call = SN_NO_CALL;
     x->freed = 0;
+    x->next_free = SN_NO_TENSOR;
     if (sn_trace_counts_memory(kind)) {
         t->live_bytes += bytes;
         if (t->live_bytes > t->peak_bytes)
             t->peak_bytes = t->live_bytes;
     }
-    return (uint32_t)t->ntensors++;
+    return id;
 }
 
 void sn_trace_release(sn_trace *t, uint32_t tensor)
@@ -87,6 +130,12 @@ void sn_trace_release(sn_trace *t, uint32_t tensor)
     x->free_call = t->ncalls;
     if (sn_trace_counts_memory(x->kind))
         t->live_bytes -= x->bytes;
+    /* The log never names a live-only record: it can serve the next
+     * allocation. */
+    if (tensor >= t->recorded_tensors) {
+        x->next_free = t->free_tensor;
+        t->free_tensor = tensor;
+    }
 }
 
 uint64_t sn_trace_signature(const sn_call *c)
@@ -95,14 +144,38 @@ uint64_t sn_trace_signature(const sn_call *c)
     return sn_hash_mix(sn_hash_mix(h, c->shape_hash), c->params);
 }
 
+int sn_trace_follow(sn_trace *t, const uint64_t *sig, size_t period, size_t pos, int synced,
+                    uint64_t iterations)
+{
+    if (t->state != SN_TRACE_RECORDING || sn_cursor_init(&t->cursor, sig, period, pos, synced) != 0)
+        return -1;
+    t->state = SN_TRACE_FOLLOWING;
+    t->recorded_tensors = t->ntensors;
+    t->run.iterations = iterations;
+    return 0;
+}
+
 int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const sn_trace_access *acc,
                           int nacc)
 {
-    if (t->ncalls >= SN_TRACE_MAX_CALLS) {
-        t->full = 1;
-        return -1;
+    t->run.calls++;
+    t->run.steps += (flags & SN_TC_STEP) != 0;
+    t->run.transfers += (flags & SN_TC_TRANSFER) != 0;
+    t->run.opaque += (flags & SN_TC_OPAQUE) != 0;
+    if (__builtin_expect(t->state == SN_TRACE_FOLLOWING, 1)) {
+        if (flags & SN_TC_STEP) {
+            int done;
+            sn_cursor_step(&t->cursor, sn_trace_signature(c), &done);
+            t->run.iterations += (uint64_t)done;
+            t->run.off_sequence = t->cursor.off_sequence;
+        }
+        return SN_TRACE_UNRECORDED;
     }
     int nshapes = c->nshapes;
+    if (t->state != SN_TRACE_RECORDING ||
+        sn_trace_over_cap(t, sizeof *t->calls + (size_t)nacc * sizeof *t->acc +
+                                 (size_t)nshapes * sizeof *t->shapes))
+        return SN_TRACE_UNRECORDED;
     if (__builtin_expect(t->ncalls >= t->cap_calls || t->nacc + (size_t)nacc > t->cap_acc ||
                              t->nshapes + (size_t)nshapes > t->cap_shapes,
                          0) &&
@@ -110,7 +183,7 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
          sn_grow_mapped((void **)&t->acc, &t->cap_acc, t->nacc + (size_t)nacc, sizeof *t->acc) ||
          sn_grow_mapped((void **)&t->shapes, &t->cap_shapes, t->nshapes + (size_t)nshapes,
                         sizeof *t->shapes)))
-        return -1;
+        return SN_TRACE_UNRECORDED;
     sn_trace_call *e = &t->calls[t->ncalls];
     *e = (sn_trace_call){
         .op = (uint16_t)c->op,
@@ -140,8 +213,13 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
     return (int64_t)t->ncalls++;
 }
 
-void sn_trace_call_failed(sn_trace *t, int64_t index)
+void sn_trace_call_failed(sn_trace *t, int64_t index, unsigned flags)
 {
+    if (index < 0 && index != SN_TRACE_UNRECORDED)
+        return;
+    t->run.failed++;
+    t->run.steps -= (flags & SN_TC_STEP) != 0;
+    t->run.transfers -= (flags & SN_TC_TRANSFER) != 0;
     if (index >= 0 && (size_t)index < t->ncalls)
         t->calls[index].flags |= SN_TC_FAILED;
 }

@@ -1,13 +1,23 @@
 /*
- * sn_trace.h — the call log of one device, as the tracer records it.
+ * sn_trace.h — the call log of one device, as the tracer records it, and
+ * the running statistics of the whole run.
  *
  * Tensors here are allocation instances (one per cudaMalloc, cuMemAlloc,
  * library-internal allocation...), identified across iterations later by
  * the analysis (sn_model.h). Calls are every intercepted device operation in
  * program order: compute steps (cuDNN, cuBLAS, kernels, device-side
  * copies and sets) and host<->device transfers, each with the tensors it
- * touched and how. The log grows until SN_TRACE_MAX_CALLS, then stops
- * recording detail (the analysis works on what it has).
+ * touched and how.
+ *
+ * The log is what the profile is made of, so it is recorded only until the
+ * profile is complete: then sn_trace_follow switches the trace to following
+ * the learned iteration with a cursor (sn_period.h), and from there on a
+ * call costs no memory, only counters. A program whose iteration is never
+ * learned stops being recorded when the log reaches max_bytes (one
+ * warning). Either way the counters in `run` (and live_bytes, peak_bytes,
+ * unknown_ranges) keep covering the whole run, and allocation records stop
+ * accumulating: records made after the log stopped serve only to account
+ * live memory and are recycled when freed.
  *
  * Not thread-safe: the core serialises access with its lock.
  */
@@ -18,8 +28,12 @@
 #include <stdint.h>
 
 #include "shim/sn_call.h"
+#include "tracer/sn_period.h"
 
-#define SN_TRACE_MAX_CALLS ((size_t)1 << 21)
+/* Default cap on the recorded log (calls, their accesses and shapes, and
+ * allocation records): about 400,000 calls, dozens of iterations of the
+ * largest networks, far more than a profile needs. */
+#define SN_TRACE_MAX_BYTES ((size_t)64 << 20)
 
 /* How a call touched a tensor (after resolving ranges to allocations). */
 enum sn_acc_mode {
@@ -43,6 +57,7 @@ typedef struct sn_trace_tensor {
     uint64_t alloc_call;   /* calls logged before it was allocated */
     uint64_t free_call;    /* calls logged before it was freed; SN_NO_CALL while live */
     int freed;
+    uint32_t next_free;    /* live-only records: the next recycled one */
 } sn_trace_tensor;
 
 enum sn_trace_call_flags {
@@ -69,8 +84,29 @@ typedef struct sn_trace_call {
     double dur_ms;
 } sn_trace_call;
 
+enum sn_trace_state {
+    SN_TRACE_RECORDING,   /* appending every call to the log */
+    SN_TRACE_FOLLOWING,   /* the iteration is known: counting and following it */
+    SN_TRACE_FULL,        /* the log reached max_bytes first: counting only */
+};
+
+/* The whole run, whatever the state. */
+typedef struct sn_trace_stats {
+    uint64_t calls;                  /* every call, failed ones included */
+    uint64_t steps, transfers;       /* those that succeeded */
+    uint64_t failed, opaque;         /* calls that failed; calls not seen through */
+    uint64_t iterations;             /* FOLLOWING: iterations completed in the run */
+    uint64_t off_sequence;           /* FOLLOWING: steps off the learned iteration */
+    uint64_t alloc_count[5], alloc_bytes[5];   /* allocations made, by owner */
+} sn_trace_stats;
+
+/* What sn_trace_call_add returns for a call it counted but did not log. */
+#define SN_TRACE_UNRECORDED ((int64_t)-2)
+
 typedef struct sn_trace {
     int dev;
+    int state;                         /* enum sn_trace_state */
+    size_t max_bytes;                  /* cap on the recorded log */
     sn_trace_tensor *tensors;
     size_t ntensors, cap_tensors;
     sn_trace_call *calls;
@@ -79,9 +115,14 @@ typedef struct sn_trace {
     size_t nacc, cap_acc;
     sn_shape *shapes;
     size_t nshapes, cap_shapes;
+    /* records [0, recorded_tensors) belong to the log; later ones are
+     * live-only and recycled through free_tensor */
+    size_t recorded_tensors;
+    uint32_t free_tensor;
     uint64_t live_bytes, peak_bytes;   /* device memory as allocated */
     uint64_t unknown_ranges;           /* ranges that hit no known allocation */
-    int full;                          /* SN_TRACE_MAX_CALLS reached */
+    sn_trace_stats run;
+    sn_cursor cursor;                  /* FOLLOWING: where the run is in the iteration */
 } sn_trace;
 
 void sn_trace_init(sn_trace *t, int dev);
@@ -91,12 +132,25 @@ void sn_trace_destroy(sn_trace *t);
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site);
 void sn_trace_release(sn_trace *t, uint32_t tensor);
 
-/* Records a call with its resolved accesses; returns its index, or -1 when
- * the log is full. */
+/* Counts a call and, while recording, logs it with its resolved accesses;
+ * returns its index in the log, or SN_TRACE_UNRECORDED when it was only
+ * counted (following, the log full, or no memory to grow it). */
 int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const sn_trace_access *acc,
                           int nacc);
-void sn_trace_call_failed(sn_trace *t, int64_t index);
+/* The call call_add returned index for (with these flags) failed. */
+void sn_trace_call_failed(sn_trace *t, int64_t index, unsigned flags);
 void sn_trace_call_time(sn_trace *t, int64_t index, double start_ms, double dur_ms);
+
+/* The profile is complete: stop recording and follow the iteration
+ * sig[0..period) from position pos (synced = 0: from its next first step),
+ * iterations having been completed so far. Returns -1 (t keeps recording)
+ * when t is not recording or out of memory. sn_model_follow finds the
+ * arguments in the log. */
+int sn_trace_follow(sn_trace *t, const uint64_t *sig, size_t period, size_t pos, int synced,
+                    uint64_t iterations);
+
+/* Bytes the recorded log holds. */
+size_t sn_trace_log_bytes(const sn_trace *t);
 
 /* Whether device memory of this kind counts toward the device's usage. */
 static inline int sn_trace_counts_memory(int kind)
