@@ -34,13 +34,13 @@ typedef struct loop_arg {
     long done, bad;
 } loop_arg;
 
-static volatile int stop;
+static int stop;
 
 static void *loop(void *p)
 {
     loop_arg *a = p;
     unsigned char host[SN_BUF];
-    for (long i = 0; a->iters < 0 ? !stop : i < a->iters; i++) {
+    for (long i = 0; a->iters < 0 ? !__atomic_load_n(&stop, __ATOMIC_ACQUIRE) : i < a->iters; i++) {
         void *d = NULL;
         if (cudaMalloc(&d, SN_BUF) != cudaSuccess) {
             a->bad++;
@@ -121,7 +121,7 @@ static int run_fork(int children)
             failed++;
         }
     }
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     long bad = 0;
     for (int t = 0; t < 2; t++) {
         pthread_join(th[t], NULL);
