@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "tests/test_capture.h"
+
 #include "shim/sn_log.h"
 #include "shim/sn_options.h"
 
@@ -187,28 +189,9 @@ static void test_grammar(void **state)
     assert_true(o.budget.kind == SN_SIZE_BYTES && o.budget.bytes == 16);
 }
 
-/* Runs f with fd 2 redirected into a buffer. */
-static size_t capture_stderr(void (*f)(void), char *buf, size_t cap)
+static void print_help(void *ctx)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    int saved = dup(2);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    f();
-    dup2(saved, 2);
-    close(saved);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < cap && (r = read(fds[0], buf + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
-    buf[n] = 0;
-    close(fds[0]);
-    return n;
-}
-
-static void print_help(void)
-{
+    (void)ctx;
     sn_options_print_help();
 }
 
@@ -216,7 +199,7 @@ static void test_help(void **state)
 {
     (void)state;
     static char buf[16384];
-    capture_stderr(print_help, buf, sizeof buf);
+    capture_stderr(print_help, NULL, buf, sizeof buf);
     const char *names[] = {"SN_MODE",  "SN_BUDGET", "SN_POLICY", "SN_WORKSPACE",
                            "SN_PROFILE_ITERS", "SN_REPORT", "SN_TRACE", "SN_PLOT",
                            "SN_LOG",   "SN_STRICT", "SN_HELP"};
@@ -229,8 +212,9 @@ static void test_help(void **state)
     }
 }
 
-static void many_warnings(void)
+static void many_warnings(void *ctx)
 {
+    (void)ctx;
     sn_log_reset_cap();
     for (int i = 0; i < SN_LOG_WARN_CAP + 10; i++)
         sn_warn("warning %d", i);
@@ -241,7 +225,7 @@ static void test_log_cap(void **state)
     (void)state;
     static char buf[65536];
     sn_log_level = SN_LOG_WARN;
-    capture_stderr(many_warnings, buf, sizeof buf);
+    capture_stderr(many_warnings, NULL, buf, sizeof buf);
     int lines = 0;
     for (char *p = buf; (p = strchr(p, '\n')); p++)
         lines++;
@@ -252,8 +236,9 @@ static void test_log_cap(void **state)
     assert_int_equal(sn_log_suppressed(), 10);
 }
 
-static void quiet_debug(void)
+static void quiet_debug(void *ctx)
 {
+    (void)ctx;
     sn_log_level = SN_LOG_WARN;
     sn_debug("not shown");
     sn_info("not shown either");
@@ -264,14 +249,15 @@ static void test_log_levels(void **state)
 {
     (void)state;
     char buf[1024];
-    capture_stderr(quiet_debug, buf, sizeof buf);
+    capture_stderr(quiet_debug, NULL, buf, sizeof buf);
     assert_string_equal(buf, "libsn: error: shown 1\n");
 }
 
 /* A crafted value must not start a line of its own or reach the terminal
  * as an escape sequence: every message is one line, escaped. */
-static void forged_messages(void)
+static void forged_messages(void *ctx)
 {
+    (void)ctx;
     sn_log_reset_cap();
     sn_log_level = SN_LOG_WARN;
     sn_warn("SN_MODE=%s is not valid", "x\nlibsn: forged\x1b[31m");
@@ -284,7 +270,7 @@ static void test_log_escape(void **state)
 {
     (void)state;
     char buf[4096];
-    capture_stderr(forged_messages, buf, sizeof buf);
+    capture_stderr(forged_messages, NULL, buf, sizeof buf);
     assert_string_equal(buf, "libsn: SN_MODE=x\\nlibsn: forged\\x1b[31m is not valid\n"
                              "libsn: error: tab\\there, cr\\r, del\\x7f, backslash\\\\, bell\\x07\n"
                              "libsn: utf-8 caf\xc3\xa9 \xe2\x82\xac kept, invalid \\xff\\xc3(, C1 \\xc2\\x9b1m\n"
@@ -302,8 +288,9 @@ static void test_log_escape(void **state)
 }
 
 /* Long messages are cut, still as one line with one newline. */
-static void long_message(void)
+static void long_message(void *ctx)
 {
+    (void)ctx;
     static char big[3000];
     memset(big, '\n', sizeof big - 1);
     sn_log_reset_cap();
@@ -314,7 +301,7 @@ static void test_log_escape_long(void **state)
 {
     (void)state;
     static char buf[8192];
-    size_t n = capture_stderr(long_message, buf, sizeof buf);
+    size_t n = capture_stderr(long_message, NULL, buf, sizeof buf);
     assert_true(n > 100 && n < 2100);
     assert_int_equal(strncmp(buf, "libsn: \\n\\n", 11), 0);
     assert_ptr_equal(strchr(buf, '\n'), buf + n - 1);

@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "tests/test_capture.h"
+
 #include <dirent.h>
 #include <limits.h>
 #include <signal.h>
@@ -90,23 +92,23 @@ static const char *dir_listing(void)
     return out;
 }
 
+typedef struct outputs_call {
+    sn_trace *const *traces;
+    int ntraces;
+    const sn_output_config *cfg;
+} outputs_call;
+
+static void outputs_call_run(void *ctx)
+{
+    const outputs_call *c = ctx;
+    sn_outputs_write(c->traces, c->ntraces, c->cfg);
+}
+
 /* Runs sn_outputs_write(traces, n, cfg) with fd 2 captured into err. */
 static void write_outputs(sn_trace *const *traces, int ntraces, const sn_output_config *cfg, char *err, size_t cap)
 {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    int saved = dup(2);
-    dup2(fds[1], 2);
-    close(fds[1]);
-    sn_outputs_write(traces, ntraces, cfg);
-    dup2(saved, 2);
-    close(saved);
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < cap && (r = read(fds[0], err + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
-    err[n] = 0;
-    close(fds[0]);
+    outputs_call c = {traces, ntraces, cfg};
+    capture_stderr(outputs_call_run, &c, err, cap);
 }
 
 static void write_no_devices(const sn_output_config *cfg, char *err, size_t cap)
