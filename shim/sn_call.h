@@ -89,11 +89,16 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->flops = 0;
 }
 
-/* Adds a range; empty ranges and NULL pointers are ignored. */
+/* Adds a range; empty ranges and NULL pointers are ignored. A range that
+ * does not fit makes the call opaque: described as more, never less. */
 static inline void sn_call_range(sn_call *c, const void *p, uint64_t bytes, unsigned mode)
 {
-    if (!p || !bytes || c->nranges >= SN_CALL_MAX_RANGES)
+    if (!p || !bytes)
         return;
+    if (c->nranges >= SN_CALL_MAX_RANGES) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
     sn_range *r = &c->range[c->nranges++];
     r->addr = (uintptr_t)p;
     r->bytes = bytes;

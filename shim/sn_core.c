@@ -20,6 +20,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "shim/sn_access.h"
 #include "shim/sn_hooks.h"
 #include "shim/sn_log.h"
 #include "shim/sn_options.h"
@@ -521,12 +522,6 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
 
 /* ---- calls -------------------------------------------------------------------------- */
 
-/* A range's read, write and scratch bits are the access bits of the same
- * name; only overwriting needs the range to cover the whole tensor. */
-_Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &&
-                   (int)SN_SCRATCH == (int)SN_ACC_SCRATCH,
-               "access modes of ranges and of tensors differ");
-
 static int sn_is_transfer(int op)
 {
     return op == SN_OP_MEMCPY_H2D || op == SN_OP_MEMCPY_D2H;
@@ -589,40 +584,11 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
         pthread_mutex_unlock(&sn_lock);
         return;
     }
-    for (int i = 0; i < c->nranges; i++) {
-        const sn_range *r = &c->range[i];
-        sn_alloc *hit[4];
-        size_t n = sn_reg_overlapping_locked(&sn_reg, r->addr, r->bytes, hit, 4);
-        if (n == 0)
-            tr->unknown_ranges++;
-        for (size_t j = 0; j < n && j < 4; j++) {
-            sn_alloc *a = hit[j];
-            if (!a->user)
-                continue;
-            uint32_t id = (uint32_t)((uintptr_t)a->user - 1);
-            uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH));
-            if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
-                mode |= SN_ACC_KILL;
-            int k = 0;
-            while (k < nacc && acc[k].tensor != id)
-                k++;
-            if (k == nacc) {
-                if (nacc == (int)(sizeof acc / sizeof acc[0]))
-                    continue;
-                acc[nacc].tensor = id;
-                acc[nacc++].mode = mode;
-            } else {
-                /* Read through one range and overwritten through another:
-                 * the old contents are still needed. */
-                uint8_t m = acc[k].mode | mode;
-                if ((m & SN_ACC_R) && (m & SN_ACC_KILL))
-                    m &= (uint8_t)~SN_ACC_KILL;
-                acc[k].mode = m;
-            }
-        }
-    }
+    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]));
+    nacc = res.nacc;
+    tr->unknown_ranges += res.unknown;
     unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
-    if (c->flags & SN_CALL_OPAQUE)
+    if (res.incomplete)
         flags |= SN_TC_OPAQUE;
     /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
     t->index = sn_trace_call_add(tr, c, flags, acc, nacc);

@@ -1,7 +1,9 @@
 /*
  * test_sn_registry.c — the allocation registry (exact and interior lookups,
  * removal, stale overlapping entries, many allocations in random order) and
- * the extent arithmetic the wrappers describe calls with.
+ * the extent arithmetic the wrappers describe calls with, and the resolution
+ * of a call's ranges into accesses, whose every limit must make the call
+ * opaque rather than drop an access.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <cmocka.h>
 
 #include "shim/sn_call.h"
+#include "shim/sn_access.h"
 #include "shim/sn_registry.h"
 
 static void test_lookup(void **state)
@@ -170,12 +173,137 @@ static void test_call_ranges(void **state)
     assert_true(sn_hash_mix(0, 1) != sn_hash_mix(0, 2));
 }
 
+/* n allocations of 0x1000 bytes back to back from 0x100000, each with a
+ * tracer id (user = id + 1). */
+static void add_block(sn_registry *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        sn_alloc *a = sn_reg_add_locked(r, 0x100000 + 0x1000 * (uintptr_t)i, 0x1000, SN_KIND_MAPPING,
+                                        SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+        assert_non_null(a);
+        a->user = (void *)(uintptr_t)(i + 1);
+    }
+}
+
+static void test_access_complete(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 3);
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    /* reads 0 and 1, overwrites all of 2, and a range nobody owns */
+    sn_call_range(&c, (void *)0x100800, 0x1000, SN_READ);
+    sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_call_range(&c, (void *)0x900000, 0x10, SN_READ);
+    sn_trace_access acc[8];
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 8);
+    assert_int_equal(res.nacc, 3);
+    assert_false(res.incomplete);
+    assert_int_equal(res.unknown, 1);
+    assert_int_equal(acc[0].tensor, 0);
+    assert_int_equal(acc[0].mode, SN_ACC_R);
+    assert_int_equal(acc[2].tensor, 2);
+    assert_int_equal(acc[2].mode, SN_ACC_W | SN_ACC_KILL);
+    /* read through one range and overwritten through another: not dead */
+    sn_call_range(&c, (void *)0x102000, 0x10, SN_READ);
+    res = sn_access_resolve_locked(&r, &c, acc, 8);
+    assert_int_equal(acc[2].mode, SN_ACC_R | SN_ACC_W);
+    sn_reg_destroy(&r);
+}
+
+/* More ranges than a call record holds: the call becomes opaque. */
+static void test_access_too_many_ranges(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, SN_CALL_MAX_RANGES + 1);
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    for (int i = 0; i < SN_CALL_MAX_RANGES; i++)
+        sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)i), 0x1000, SN_READ);
+    assert_false(c.flags & SN_CALL_OPAQUE);
+    sn_trace_access acc[64];
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 64).incomplete);
+    sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)SN_CALL_MAX_RANGES), 0x1000, SN_READ);
+    assert_true(c.flags & SN_CALL_OPAQUE);
+    assert_true(sn_access_resolve_locked(&r, &c, acc, 64).incomplete);
+    sn_reg_destroy(&r);
+}
+
+/* One range over more allocations than are looked at (a copy across VMM
+ * mappings that are contiguous in the address space). */
+static void test_access_range_over_many_allocations(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, SN_ACCESS_MAX_PER_RANGE + 1);
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x1000 * SN_ACCESS_MAX_PER_RANGE, SN_READ);
+    sn_trace_access acc[64];
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 64);
+    assert_int_equal(res.nacc, SN_ACCESS_MAX_PER_RANGE);
+    assert_false(res.incomplete);
+    c.nranges = 0;
+    sn_call_range(&c, (void *)0x100000, 0x1000 * (SN_ACCESS_MAX_PER_RANGE + 1), SN_READ);
+    res = sn_access_resolve_locked(&r, &c, acc, 64);
+    assert_true(res.incomplete);
+    sn_reg_destroy(&r);
+}
+
+/* More accesses than the caller's array holds. */
+static void test_access_array_full(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 5);
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x5000, SN_READ);
+    sn_trace_access acc[5];
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 5).incomplete);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4);
+    assert_int_equal(res.nacc, 4);
+    assert_true(res.incomplete);
+    sn_reg_destroy(&r);
+}
+
+/* An allocation the tracer has no record of. */
+static void test_access_allocation_without_record(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 2);
+    sn_reg_find_locked(&r, 0x101000)->user = NULL;
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x10, SN_READ);
+    sn_trace_access acc[4];
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 4).incomplete);
+    sn_call_range(&c, (void *)0x101000, 0x10, SN_READ);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4);
+    assert_int_equal(res.nacc, 1);
+    assert_true(res.incomplete);
+    sn_reg_destroy(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup),      cmocka_unit_test(test_stale_overlap),
         cmocka_unit_test(test_many_random), cmocka_unit_test(test_physical),
         cmocka_unit_test(test_extents),     cmocka_unit_test(test_call_ranges),
+        cmocka_unit_test(test_access_complete),
+        cmocka_unit_test(test_access_too_many_ranges),
+        cmocka_unit_test(test_access_range_over_many_allocations),
+        cmocka_unit_test(test_access_array_full),
+        cmocka_unit_test(test_access_allocation_without_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

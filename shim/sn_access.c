@@ -1,0 +1,56 @@
+/*
+ * sn_access.c — ranges to per-allocation accesses (see sn_access.h).
+ */
+#include "shim/sn_access.h"
+
+_Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &&
+                   (int)SN_SCRATCH == (int)SN_ACC_SCRATCH,
+               "access modes of ranges and of tensors differ");
+
+sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
+                                          int cap)
+{
+    sn_access_result res = {0, (c->flags & SN_CALL_OPAQUE) != 0, 0};
+    for (int i = 0; i < c->nranges; i++) {
+        const sn_range *r = &c->range[i];
+        sn_alloc *hit[SN_ACCESS_MAX_PER_RANGE];
+        size_t n = sn_reg_overlapping_locked(reg, r->addr, r->bytes, hit, SN_ACCESS_MAX_PER_RANGE);
+        if (n == 0)
+            res.unknown++;
+        if (n > SN_ACCESS_MAX_PER_RANGE) {
+            res.incomplete = 1;
+            n = SN_ACCESS_MAX_PER_RANGE;
+        }
+        for (size_t j = 0; j < n; j++) {
+            sn_alloc *a = hit[j];
+            if (!a->user) {
+                res.incomplete = 1;
+                continue;
+            }
+            uint32_t id = (uint32_t)((uintptr_t)a->user - 1);
+            uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH));
+            if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
+                mode |= SN_ACC_KILL;
+            int k = 0;
+            while (k < res.nacc && acc[k].tensor != id)
+                k++;
+            if (k == res.nacc) {
+                if (res.nacc == cap) {
+                    res.incomplete = 1;
+                    continue;
+                }
+                acc[k].tensor = id;
+                acc[k].mode = mode;
+                res.nacc++;
+            } else {
+                /* Read through one range and overwritten through another:
+                 * the old contents are still needed. */
+                uint8_t m = acc[k].mode | mode;
+                if ((m & SN_ACC_R) && (m & SN_ACC_KILL))
+                    m &= (uint8_t)~SN_ACC_KILL;
+                acc[k].mode = m;
+            }
+        }
+    }
+    return res;
+}

@@ -1,0 +1,38 @@
+/*
+ * sn_access.h — what a described call does to the allocations libsn knows:
+ * each of its ranges resolved through the registry to the allocations it
+ * overlaps, merged per allocation into one access (read, write, overwrite
+ * of the whole allocation, scratch). Pure: registry and call in, accesses
+ * out, unit-tested without CUDA.
+ *
+ * The result is either complete or marked incomplete, never silently
+ * smaller: an access that does not fit the caller's array, a range that
+ * overlaps more allocations than are looked at, an allocation the tracer
+ * has no record of, and a call whose description overflowed (sn_call.h)
+ * all make it incomplete. An incomplete call is opaque: once residency
+ * depends on accesses, it must be treated as touching everything it might.
+ */
+#ifndef SN_ACCESS_H
+#define SN_ACCESS_H
+
+#include <stdint.h>
+
+#include "shim/sn_call.h"
+#include "shim/sn_registry.h"
+#include "tracer/sn_trace.h"
+
+/* Allocations one range may overlap before the result is incomplete. */
+#define SN_ACCESS_MAX_PER_RANGE 16
+
+typedef struct sn_access_result {
+    int nacc;               /* accesses written */
+    int incomplete;         /* something could not be described: opaque */
+    uint64_t unknown;       /* ranges that hit no known allocation */
+} sn_access_result;
+
+/* Resolves c's ranges into acc[0..cap). The tracer's id of an allocation is
+ * its registry record's user field minus one (0: no record). */
+sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
+                                          int cap);
+
+#endif
