@@ -42,11 +42,9 @@ static unsigned sn_out_mode(cublasHandle_t handle, const float *beta, int dense)
         sn_real_##name##_fn real = SN_REAL(name);                              \
         if (!real)                                                             \
             return SN_MISSING(CUBLAS, name);                                   \
-        int entered = sn_enter(SN_LIB_CUBLAS);                                 \
+        SN_SCOPE(SN_LIB_CUBLAS);                                               \
         cublasStatus_t rc = real args;                                         \
         sn_describe_invalidate();                                              \
-        if (entered)                                                           \
-            sn_leave();                                                        \
         return rc;                                                             \
     }
 SN_BLAS_INVALIDATING(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t streamId), (handle, streamId))
@@ -58,7 +56,6 @@ SN_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *work
 {
     SN_PROLOGUE(CUBLAS, cublasSetWorkspace_v2, (handle, workspace, workspaceSizeInBytes))
     cublasStatus_t rc = real(handle, workspace, workspaceSizeInBytes);
-    sn_leave();
     return rc;
 }
 

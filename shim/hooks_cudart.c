@@ -15,7 +15,6 @@ static cudaError_t sn_alloc_common(cudaError_t rc, void **p, size_t size, int ki
 {
     if (rc == cudaSuccess && p && *p)
         sn_core_note_alloc(*p, size, kind, SN_OWNER_FRAMEWORK, sn_current_device());
-    sn_leave();
     return rc;
 }
 
@@ -71,7 +70,6 @@ SN_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flag
         sn_alloc *rec_ = sn_core_free_begin((ptr), (kinds));                   \
         cudaError_t rc_ = real args;                                           \
         sn_core_free_end(rec_, rc_ == cudaSuccess);                            \
-        sn_leave();                                                            \
         return rc_;                                                            \
     }
 
@@ -86,7 +84,6 @@ SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {
     SN_PROLOGUE(CUDART, cudaMemGetInfo, (free, total))
     cudaError_t rc = real(free, total);
-    sn_leave();
     return rc;
 }
 
@@ -145,7 +142,6 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
     if (op < 0) {
         rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
                        : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
-        sn_leave();
         return rc;
     }
     sn_call c;
@@ -160,7 +156,6 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
     sn_core_call_end(&c, &t, rc == cudaSuccess);
     if (real_sync && rc == cudaSuccess)
         sn_core_host_synced(c.dev, stream, 0);
-    sn_leave();
     return rc;
 }
 
@@ -171,7 +166,6 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         int op = sn_copy_op(dst, src, kind);                                                   \
         if (op < 0) {                                                                          \
             cudaError_t rc = real(dst, src, count, kind);                                      \
-            sn_leave();                                                                        \
             return rc;                                                                         \
         }                                                                                      \
         sn_call c;                                                                             \
@@ -184,7 +178,6 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         sn_core_call_end(&c, &t, rc == cudaSuccess);                                           \
         if (rc == cudaSuccess)                                                                 \
             sn_core_host_synced(c.dev, c.stream, 0);                                           \
-        sn_leave();                                                                            \
         return rc;                                                                             \
     }
 
@@ -199,7 +192,6 @@ SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
         int op = sn_copy_op(dst, src, kind);                                                   \
         if (op < 0) {                                                                          \
             cudaError_t rc = real(dst, src, count, kind, stream);                              \
-            sn_leave();                                                                        \
             return rc;                                                                         \
         }                                                                                      \
         sn_call c;                                                                             \
@@ -320,7 +312,6 @@ SN_EXPORT cudaError_t cudaDeviceSynchronize(void)
     cudaError_t rc = real();
     if (rc == cudaSuccess)
         sn_core_host_synced(sn_current_device(), NULL, 1);
-    sn_leave();
     return rc;
 }
 
@@ -331,7 +322,6 @@ SN_EXPORT cudaError_t cudaDeviceSynchronize(void)
         cudaError_t rc = real(stream);                                         \
         if (rc == cudaSuccess)                                                 \
             sn_core_host_synced(sn_current_device(), stream, 0);               \
-        sn_leave();                                                            \
         return rc;                                                             \
     }
 SN_STREAM_SYNC(cudaStreamSynchronize)
@@ -341,7 +331,6 @@ SN_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
     SN_PROLOGUE(CUDART, cudaStreamCreate, (pStream))
     cudaError_t rc = real(pStream);
-    sn_leave();
     return rc;
 }
 
@@ -351,7 +340,6 @@ SN_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned 
     cudaError_t rc = real(pStream, flags);
     if (rc == cudaSuccess && pStream && (flags & cudaStreamNonBlocking))
         sn_core_note_stream(*pStream, 1);
-    sn_leave();
     return rc;
 }
 
@@ -362,7 +350,6 @@ SN_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsign
     cudaError_t rc = real(pStream, flags, priority);
     if (rc == cudaSuccess && pStream && (flags & cudaStreamNonBlocking))
         sn_core_note_stream(*pStream, 1);
-    sn_leave();
     return rc;
 }
 
@@ -374,7 +361,6 @@ SN_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
     cudaError_t rc = real(stream);
     if (rc == cudaSuccess)
         sn_core_note_stream(stream, -1);
-    sn_leave();
     return rc;
 }
 
@@ -383,7 +369,6 @@ SN_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
     {                                                                          \
         SN_PROLOGUE(CUDART, name, (stream, event, flags))                      \
         cudaError_t rc = real(stream, event, flags);                           \
-        sn_leave();                                                            \
         return rc;                                                             \
     }
 SN_WAIT_EVENT(cudaStreamWaitEvent)
@@ -396,7 +381,6 @@ SN_WAIT_EVENT(cudaStreamWaitEvent_ptsz)
         cudaError_t rc = real args;                                            \
         if (rc == cudaSuccess)                                                 \
             sn_core_note_event(event, (stream));                               \
-        sn_leave();                                                            \
         return rc;                                                             \
     }
 SN_EVENT_RECORD(cudaEventRecord, (cudaEvent_t event, cudaStream_t stream), (event, stream), stream)
@@ -414,7 +398,6 @@ SN_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
     cudaError_t rc = real(event);
     if (rc == cudaSuccess)
         sn_core_event_synced(sn_current_device(), event);
-    sn_leave();
     return rc;
 }
 
@@ -423,12 +406,10 @@ SN_EXPORT cudaError_t cudaSetDevice(int device)
     sn_real_cudaSetDevice_fn real = SN_REAL(cudaSetDevice);
     if (!real)
         return SN_MISSING(CUDART, cudaSetDevice);
-    int entered = sn_enter(SN_LIB_CUDART);
+    SN_SCOPE(SN_LIB_CUDART);
     cudaError_t rc = real(device);
     if (rc == cudaSuccess && device >= 0)
         sn_thread.device = device;
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -440,7 +421,6 @@ SN_EXPORT cudaError_t cudaDeviceReset(void)
     cudaError_t rc = real();
     if (rc == cudaSuccess)
         sn_core_device_reset(sn_current_device());
-    sn_leave();
     return rc;
 }
 
@@ -483,7 +463,6 @@ SN_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, func)
         SN_PROLOGUE(CUDART, name, (config, func, args))                                        \
         if (!config) {                                                                         \
             cudaError_t rc = real(config, func, args);                                         \
-            sn_leave();                                                                        \
             return rc;                                                                         \
         }                                                                                      \
         sn_call c;                                                                             \

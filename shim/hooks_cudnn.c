@@ -15,11 +15,9 @@
         sn_real_##name##_fn real = SN_REAL(name);                              \
         if (!real)                                                             \
             return SN_MISSING(CUDNN, name);                                    \
-        int entered = sn_enter(SN_LIB_CUDNN);                                  \
+        SN_SCOPE(SN_LIB_CUDNN);                                                \
         cudnnStatus_t rc = real args;                                          \
         sn_describe_invalidate();                                              \
-        if (entered)                                                           \
-            sn_leave();                                                        \
         return rc;                                                             \
     }
 SN_DNN_INVALIDATING(cudnnSetStream, (cudnnHandle_t handle, cudaStream_t streamId), (handle, streamId))

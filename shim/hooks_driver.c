@@ -256,7 +256,7 @@ SN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
 
 /* Who an allocation made now belongs to; SN_OWNER_NONE: not libsn's to
  * record (libsn off, or the runtime wrapper records it). Sets *entered when
- * the caller must sn_leave() afterwards. */
+ * it entered libsn: the caller's scope (SN_SCOPE_LATER) then leaves. */
 static int sn_driver_owner(int *entered)
 {
     *entered = 0;
@@ -278,29 +278,25 @@ static int sn_driver_owner(int *entered)
     sn_real_##name##_fn real = SN_REAL(name);                                  \
     if (!real)                                                                 \
         return SN_MISSING(CUDA, name);                                         \
-    int entered;                                                               \
-    int owner = sn_driver_owner(&entered);                                     \
+    SN_SCOPE_LATER();                                                          \
+    int owner = sn_driver_owner(&sn_scope_.entered);                           \
     CUresult rc = real args;                                                   \
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && (dptr))                \
         sn_core_note_alloc((void *)(uintptr_t)*(dptr), (bytes), (kind), owner, \
                            sn_current_device());                              \
-    if (entered)                                                               \
-        sn_leave();                                                            \
     return rc;
 
 #define SN_DRIVER_FREE(name, args, ptr)                                        \
     sn_real_##name##_fn real = SN_REAL(name);                                  \
     if (!real)                                                                 \
         return SN_MISSING(CUDA, name);                                         \
-    int entered;                                                               \
-    int owner = sn_driver_owner(&entered);                                     \
+    SN_SCOPE_LATER();                                                          \
+    int owner = sn_driver_owner(&sn_scope_.entered);                           \
     sn_alloc *rec = owner != SN_OWNER_NONE                                     \
                         ? sn_core_free_begin((void *)(uintptr_t)(ptr), SN_KIND_ANY_DEVICE) \
                         : NULL;                                                \
     CUresult rc = real args;                                                   \
     sn_core_free_end(rec, rc == CUDA_SUCCESS);                                 \
-    if (entered)                                                               \
-        sn_leave();                                                            \
     return rc;
 
 SN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -353,16 +349,14 @@ SN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     sn_real_cuMemCreate_fn real = SN_REAL(cuMemCreate);
     if (!real)
         return SN_MISSING(CUDA, cuMemCreate);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(handle, size, prop, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && handle)
         sn_core_note_physical(*handle, size, owner,
                               prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
                                   ? prop->location.id
                                   : sn_current_device());
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -371,13 +365,11 @@ SN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     sn_real_cuMemRelease_fn real = SN_REAL(cuMemRelease);
     if (!real)
         return SN_MISSING(CUDA, cuMemRelease);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(handle);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
         sn_core_note_physical_release(handle);
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -387,13 +379,11 @@ SN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     sn_real_cuMemMap_fn real = SN_REAL(cuMemMap);
     if (!real)
         return SN_MISSING(CUDA, cuMemMap);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size, offset, handle, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
         sn_core_note_alloc((void *)(uintptr_t)ptr, size, SN_KIND_MAPPING, owner, sn_current_device());
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -402,14 +392,12 @@ SN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     sn_real_cuMemUnmap_fn real = SN_REAL(cuMemUnmap);
     if (!real)
         return SN_MISSING(CUDA, cuMemUnmap);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     sn_alloc *rec = owner != SN_OWNER_NONE ? sn_core_free_begin((void *)(uintptr_t)ptr, SN_KIND_MAPPING)
                                            : NULL;
     CUresult rc = real(ptr, size);
     sn_core_free_end(rec, rc == CUDA_SUCCESS);
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -419,13 +407,11 @@ SN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
     sn_real_cuMemAddressReserve_fn real = SN_REAL(cuMemAddressReserve);
     if (!real)
         return SN_MISSING(CUDA, cuMemAddressReserve);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size, alignment, addr, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && ptr)
         sn_core_note_reserve((void *)(uintptr_t)*ptr, size, owner);
-    if (entered)
-        sn_leave();
     return rc;
 }
 
@@ -434,12 +420,10 @@ SN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     sn_real_cuMemAddressFree_fn real = SN_REAL(cuMemAddressFree);
     if (!real)
         return SN_MISSING(CUDA, cuMemAddressFree);
-    int entered;
-    int owner = sn_driver_owner(&entered);
+    SN_SCOPE_LATER();
+    int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
         sn_core_note_reserve_free((void *)(uintptr_t)ptr);
-    if (entered)
-        sn_leave();
     return rc;
 }

@@ -14,10 +14,7 @@
         sn_real_##name##_fn real = SN_REAL(name);                              \
         if (__builtin_expect(!real, 0))                                        \
             return SN_MISSING(lib, name);                                      \
-        if (!sn_enter(SN_LIB_##lib))                                           \
-            return real args;                                                  \
-        ret rc = real args;                                                    \
-        sn_leave();                                                            \
-        return rc;                                                             \
+        SN_SCOPE(SN_LIB_##lib);                                                \
+        return real args;                                                      \
     }
 #include "shim/hooks.def"

@@ -8,12 +8,12 @@
  * yields the typed real function (resolving it late if it was not available
  * at initialisation; NULL if it does not exist).
  *
- * Wrapper protocol:
+ * Wrapper protocol (SN_PROLOGUE in sn_wrap.h):
  *     sn_real_X_fn real = SN_REAL(X);
  *     if (!real) return SN_MISSING(LIB, X);       // never call ourselves
- *     if (!sn_enter(SN_LIB_LIB)) return real(args);  // pass straight through
+ *     SN_SCOPE(SN_LIB_LIB);                       // leaves on every return
+ *     if (!sn_scope_.entered) return real(args);  // pass straight through
  *     ... describe the call, forward it, record the result ...
- *     sn_leave();
  * sn_enter() initialises libsn on first use, and refuses (pass-through) when
  * libsn is off, while it is initialising, and when the thread is already
  * inside a hooked call: work a hooked library does on the framework's behalf
@@ -136,6 +136,25 @@ static inline void sn_leave(void)
 {
     sn_thread.depth = 0;
 }
+
+/* A wrapper's stay inside libsn, left on every return path by the cleanup
+ * attribute (compiler-rt's ScopedInterceptor): no path can forget to leave,
+ * and none can leave twice. SN_SCOPE(lib) enters as sn_enter does;
+ * SN_SCOPE_LATER() declares a scope that enters only if the wrapper sets
+ * sn_scope_.entered itself (the driver's allocation wrappers decide whose
+ * allocation it is first). */
+typedef struct sn_scope {
+    int entered;
+} sn_scope;
+
+static inline void sn_scope_exit(sn_scope *s)
+{
+    if (s->entered)
+        sn_leave();
+}
+
+#define SN_SCOPE(lib) sn_scope sn_scope_ __attribute__((cleanup(sn_scope_exit))) = {sn_enter(lib)}
+#define SN_SCOPE_LATER() sn_scope sn_scope_ __attribute__((cleanup(sn_scope_exit))) = {0}
 
 /* Current device of the calling thread. */
 static inline int sn_current_device(void)

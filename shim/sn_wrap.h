@@ -1,10 +1,12 @@
 /*
  * sn_wrap.h — the common shape of a hand-written wrapper.
  *
- *   SN_PROLOGUE(LIB, name, (args))   real pointer, missing symbol, pass-through
+ *   SN_PROLOGUE(LIB, name, (args))   real pointer, missing symbol, the scoped
+ *                                    entry (left on every return path),
+ *                                    pass-through
  *   SN_FORWARD_STEP(&call, status_type, success, (args))
  *                                    records the call around the real one,
- *                                    leaves the guard, returns its status
+ *                                    returns its status
  */
 #ifndef SN_WRAP_H
 #define SN_WRAP_H
@@ -16,7 +18,8 @@
     sn_real_##name##_fn real = SN_REAL(name);                                  \
     if (__builtin_expect(!real, 0))                                            \
         return SN_MISSING(lib, name);                                          \
-    if (!sn_enter(SN_LIB_##lib))                                               \
+    SN_SCOPE(SN_LIB_##lib);                                                    \
+    if (!sn_scope_.entered)                                                    \
         return real args;
 
 #define SN_FORWARD_STEP(callp, type, success, args)                            \
@@ -25,7 +28,6 @@
         sn_core_call_begin((callp), &tok_);                                    \
         type rc_ = real args;                                                  \
         sn_core_call_end((callp), &tok_, rc_ == (success));                    \
-        sn_leave();                                                            \
         return rc_;                                                            \
     } while (0)
 
