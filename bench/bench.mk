@@ -24,3 +24,10 @@ $(BUILD)/tests/test_trainer_models: $(BUILD)/tests/test_trainer_models.o \
 
 TEST_BINS += $(BUILD)/tests/test_trainer_models
 TEST_SCRIPTS += tests/test_trainer.sh
+
+# ---- overhead benchmark (make bench) ------------------------------------------------
+
+$(BUILD)/sn_overhead: $(BUILD)/bench/sn_overhead.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
+
+BENCH_TARGETS += $(BUILD)/sn_overhead

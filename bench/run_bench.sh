@@ -156,7 +156,7 @@ echo "wrote $OUT/trainer_max_batch.md ($(($(date +%s) - started)) s)"
 
 # Instructions per intercepted call, pass-through and trace mode (callgrind).
 if [ -x "$PWD/$BUILD/sn_overhead" ] && command -v valgrind >/dev/null; then
-    BUILD=$BUILD shim/sn_overhead.sh && echo "wrote $OUT/libsn_overhead.md"
+    BUILD=$BUILD bench/sn_overhead.sh && echo "wrote $OUT/libsn_overhead.md"
 else
     echo "run_bench.sh: valgrind or $BUILD/sn_overhead missing; libsn_overhead.md not refreshed" >&2
 fi

@@ -62,12 +62,6 @@ $(BUILD)/tests/sn_chdir_sample: $(BUILD)/tests/sn_chdir_sample.o $(SIM_LIBS)
 ALL_TARGETS += $(BUILD)/tests/sn_chdir_sample
 TEST_SCRIPTS += tests/test_sn_paths.sh
 
-# ---- overhead benchmark (make bench) ------------------------------------------------
-
-$(BUILD)/sn_overhead: $(BUILD)/shim/sn_overhead.o $(SIM_LIBS)
-	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
-
-BENCH_TARGETS += $(BUILD)/sn_overhead
 
 # Concurrency habits of real frameworks (threads, fork) under libsn.
 $(BUILD)/tests/sn_threads: $(BUILD)/tests/sn_threads.o $(SIM_LIBS)

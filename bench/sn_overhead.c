@@ -1,6 +1,6 @@
 /*
  * sn_overhead.c — a program that makes one kind of intercepted call N times,
- * for measuring what libsn adds to each call (shim/sn_overhead.sh runs it
+ * for measuring what libsn adds to each call (bench/sn_overhead.sh runs it
  * under callgrind with and without libsn, at two values of N, so that the
  * difference per extra call is the wrapper's cost alone).
  *

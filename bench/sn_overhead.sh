@@ -38,7 +38,7 @@ ir() { # mode call n [warm]
     echo "# libsn: instructions added per intercepted call"
     echo
     echo "Measured with callgrind (valgrind $(valgrind --version | sed 's/valgrind-//')) on the simulated"
-    echo "device (SIMGPU_COMPUTE=0), $(date -u +%Y-%m-%d), by shim/sn_overhead.sh: the marginal"
+    echo "device (SIMGPU_COMPUTE=0), $(date -u +%Y-%m-%d), by bench/sn_overhead.sh: the marginal"
     echo "instructions of one more call with libsn preloaded, minus the same without libsn"
     echo "(calls $N1 and $N2 times; start-up and initialisation cancel out)."
     echo "Goals: pass-through <= 150, trace mode <= 1500."
