@@ -193,6 +193,7 @@ static void do_init(void)
         else
             g_sim.ndev = v;
     }
+    g_sim.page_size = (size_t)sysconf(_SC_PAGESIZE);
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
@@ -239,13 +240,10 @@ int sim_charge_locked(struct simgpu_device *d, size_t bytes)
 
 #define HEAP_ALIGN 512
 
-static size_t page_size(void)
-{
-    static size_t ps;
-    if (!ps)
-        ps = (size_t)sysconf(_SC_PAGESIZE);
-    return ps;
-}
+/* Read once in do_init, under pthread_once, so that threads allocating
+ * pinned memory (outside the lock) and device memory (inside it) never race
+ * on a lazily written copy. */
+static size_t page_size(void) { return g_sim.page_size; }
 
 CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
 {

@@ -89,6 +89,7 @@ struct simgpu_device {
 struct simgpu_global {
     pthread_mutex_t lock;         /* recursive; guards everything here */
     int ndev, compute, vmm, stats;
+    size_t page_size;             /* the host's, set once at initialisation */
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
     struct sim_handle *streams, *events, *phys;

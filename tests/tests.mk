@@ -9,3 +9,10 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
 TEST_SCRIPTS += tests/test_sim_sample.sh
 TEST_SCRIPTS += tests/test_sim_nvcc.sh
+
+# Contexts and threads; the graph, pool and API tests of the newer runtime
+# entry points.
+SIM_RT_TESTS := $(BUILD)/tests/test_sim_context
+$(SIM_RT_TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
+TEST_BINS += $(SIM_RT_TESTS)
