@@ -10,6 +10,7 @@
  * it touches, computes through the shared path in conv_compute.c and charges
  * the algorithm's modelled time to the handle's stream.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,18 +47,23 @@ cudnnStatus_t simdnn_conv_output_dims(const struct cudnnTensorStruct *x, const s
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM,
                            "%s: tensor (%d dims), filter (%d dims) and convolution (%d spatial) disagree", what,
                            x->nb_dims, w->nb_dims, conv->spatial);
-    if (x->dim[1] != w->dim[1] * conv->groups)
+    if (x->dim[1] != (int64_t)w->dim[1] * conv->groups)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: input has %d channels, filter %d x %d groups", what,
                            x->dim[1], w->dim[1], conv->groups);
-    out[0] = x->dim[0];
-    out[1] = w->dim[0];
+    /* The geometry in 64 bits: a dilated filter extent or a padded input can
+     * pass INT_MAX for descriptor values cuDNN accepts one by one. */
     for (int i = 0; i < conv->spatial; i++) {
-        int extent = (w->dim[i + 2] - 1) * conv->dilation[i] + 1;
-        int padded = x->dim[i + 2] + 2 * conv->pad[i];
+        int64_t extent = (int64_t)(w->dim[i + 2] - 1) * conv->dilation[i] + 1;
+        int64_t padded = (int64_t)x->dim[i + 2] + 2 * (int64_t)conv->pad[i];
         if (padded < extent)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: filter larger than the padded input", what);
-        out[i + 2] = 1 + (padded - extent) / conv->stride[i];
+        int64_t o = 1 + (padded - extent) / conv->stride[i];
+        if (o > INT_MAX)
+            return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: output dimension %d does not fit in an int", what, i + 2);
+        out[i + 2] = (int)o;
     }
+    out[0] = x->dim[0];
+    out[1] = w->dim[0];
     return CUDNN_STATUS_SUCCESS;
 }
 
