@@ -210,7 +210,13 @@ int simgpu_compute_enabled(void) { simgpu_init(); return g_sim.compute; }
 int simgpu_vmm_supported(void) { simgpu_init(); return g_sim.vmm; }
 const simgpu_profile *simgpu_profile_of(int dev) { simgpu_init(); return g_sim.dev[dev].prof; }
 size_t simgpu_capacity(int dev) { simgpu_init(); return g_sim.dev[dev].capacity; }
-int simgpu_current_device(void) { return t_device; }
+/* The current context's device; without one, the device the runtime last
+ * selected on this thread (cudaSetDevice), 0 by default. */
+int simgpu_current_device(void)
+{
+    int d = sim_ctx_device();
+    return d >= 0 ? d : t_device;
+}
 void simgpu_set_current_device(int dev) { t_device = dev; }
 
 struct simgpu_device *sim_dev(int i)

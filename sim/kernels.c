@@ -206,6 +206,7 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
     (void)shmem;
+    SIMRT_NEED_CTX();
     struct kernel *k = kernel_lookup(func);
     if (!k)
         return simrt_fail(cudaErrorInvalidDeviceFunction);
@@ -268,6 +269,7 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
 {
+    SIMRT_NEED_CTX();
     if (!fn)
         return simrt_fail(cudaErrorInvalidValue);
     if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)

@@ -23,6 +23,10 @@
 static __thread cudaError_t t_last_error = cudaSuccess;
 
 static struct {
+    CUresult (*init)(unsigned);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
     CUresult (*mem_alloc_host)(void **, size_t);
@@ -31,24 +35,64 @@ static struct {
     CUresult (*mem_get_info)(size_t *, size_t *);
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+static int drv_initialised;
 
 static void drv_resolve(void)
 {
+    drv.init = (CUresult(*)(unsigned))simgpu_driver_proc("cuInit");
+    drv.ctx_get_current = (CUresult(*)(CUcontext *))simgpu_driver_proc("cuCtxGetCurrent");
+    drv.ctx_set_current = (CUresult(*)(CUcontext))simgpu_driver_proc("cuCtxSetCurrent");
+    drv.primary_retain = (CUresult(*)(CUcontext *, CUdevice))simgpu_driver_proc("cuDevicePrimaryCtxRetain");
     drv.mem_alloc = (CUresult(*)(CUdeviceptr *, size_t))simgpu_driver_proc("cuMemAlloc");
     drv.mem_free = (CUresult(*)(CUdeviceptr))simgpu_driver_proc("cuMemFree");
     drv.mem_alloc_host = (CUresult(*)(void **, size_t))simgpu_driver_proc("cuMemAllocHost");
     drv.mem_host_alloc = (CUresult(*)(void **, size_t, unsigned))simgpu_driver_proc("cuMemHostAlloc");
     drv.mem_free_host = (CUresult(*)(void *))simgpu_driver_proc("cuMemFreeHost");
     drv.mem_get_info = (CUresult(*)(size_t *, size_t *))simgpu_driver_proc("cuMemGetInfo");
-    if (!drv.mem_alloc || !drv.mem_free || !drv.mem_alloc_host || !drv.mem_host_alloc || !drv.mem_free_host ||
-        !drv.mem_get_info)
-        simgpu_log("the runtime could not resolve the driver's memory entry points");
+    if (!drv.init || !drv.ctx_get_current || !drv.ctx_set_current || !drv.primary_retain || !drv.mem_alloc ||
+        !drv.mem_free || !drv.mem_alloc_host || !drv.mem_host_alloc || !drv.mem_free_host || !drv.mem_get_info) {
+        simgpu_log("the runtime could not resolve the driver's entry points");
+        return;
+    }
+    /* The runtime initialises the driver once, on its first call. */
+    drv_initialised = drv.init(0) == CUDA_SUCCESS;
 }
 
 static int drv_ready(void)
 {
     pthread_once(&drv_once, drv_resolve);
-    return drv.mem_alloc != NULL;
+    return drv_initialised;
+}
+
+/* The primary context of each device, retained once for the process, as the
+ * runtime does the first time it needs a device. */
+static CUcontext g_primary[SIMGPU_MAX_DEVICES];
+static pthread_mutex_t g_primary_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUcontext primary_of(int dev)
+{
+    pthread_mutex_lock(&g_primary_lock);
+    CUcontext c = g_primary[dev];
+    if (!c && drv.primary_retain(&c, (CUdevice)dev) != CUDA_SUCCESS)
+        c = NULL;
+    g_primary[dev] = c;
+    pthread_mutex_unlock(&g_primary_lock);
+    return c;
+}
+
+cudaError_t simrt_ctx(void)
+{
+    if (!drv_ready())
+        return cudaErrorInitializationError;
+    CUcontext c = NULL;
+    if (drv.ctx_get_current(&c) != CUDA_SUCCESS)
+        return cudaErrorInitializationError;
+    if (c)
+        return cudaSuccess; /* a context made current through the driver is used as it is */
+    c = primary_of(simgpu_current_device());
+    if (!c || drv.ctx_set_current(c) != CUDA_SUCCESS)
+        return cudaErrorInitializationError;
+    return cudaSuccess;
 }
 
 cudaError_t simrt_error(CUresult r)
@@ -90,6 +134,13 @@ cudaError_t cudaSetDevice(int dev)
 {
     if (dev < 0 || dev >= simgpu_device_count())
         return simrt_fail(cudaErrorInvalidDevice);
+    if (!drv_ready())
+        return simrt_fail(cudaErrorInitializationError);
+    /* Since CUDA 12 the device's primary context is made current (and
+     * initialised) here rather than at the next call. */
+    CUcontext c = primary_of(dev);
+    if (!c || drv.ctx_set_current(c) != CUDA_SUCCESS)
+        return simrt_fail(cudaErrorInitializationError);
     simgpu_set_current_device(dev);
     return cudaSuccess;
 }
@@ -170,9 +221,17 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int dev)
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return simrt_error(simgpu_device_synchronize()); }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_device_synchronize());
+}
 
-cudaError_t cudaDeviceReset(void) { return simrt_error(simgpu_device_synchronize()); }
+cudaError_t cudaDeviceReset(void)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_device_synchronize());
+}
 
 /* ---- errors ---------------------------------------------------------------- */
 
@@ -222,10 +281,9 @@ const char *cudaGetErrorString(cudaError_t e)
 
 cudaError_t cudaMalloc(void **p, size_t bytes)
 {
+    SIMRT_NEED_CTX();
     if (!p)
         return simrt_fail(cudaErrorInvalidValue);
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
     if (bytes == 0) {
         *p = NULL; /* cudaMalloc(0) succeeds with a null pointer */
         return cudaSuccess;
@@ -240,8 +298,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 
 cudaError_t cudaFree(void *p)
 {
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
+    SIMRT_NEED_CTX();
     if (!p)
         return cudaSuccess;
     /* The runtime synchronises the device before freeing. */
@@ -251,10 +308,9 @@ cudaError_t cudaFree(void *p)
 
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
+    SIMRT_NEED_CTX();
     if (!p)
         return simrt_fail(cudaErrorInvalidValue);
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
     if (bytes == 0) {
         *p = NULL;
         return cudaSuccess;
@@ -264,10 +320,9 @@ cudaError_t cudaMallocHost(void **p, size_t bytes)
 
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
+    SIMRT_NEED_CTX();
     if (!p)
         return simrt_fail(cudaErrorInvalidValue);
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
     if (bytes == 0) {
         *p = NULL;
         return cudaSuccess;
@@ -277,8 +332,7 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags)
 
 cudaError_t cudaFreeHost(void *p)
 {
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
+    SIMRT_NEED_CTX();
     if (!p)
         return cudaSuccess;
     simgpu_device_synchronize();
@@ -287,10 +341,9 @@ cudaError_t cudaFreeHost(void *p)
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 {
+    SIMRT_NEED_CTX();
     if (!free_b || !total_b)
         return simrt_fail(cudaErrorInvalidValue);
-    if (!drv_ready())
-        return simrt_fail(cudaErrorInitializationError);
     return simrt_error(drv.mem_get_info(free_b, total_b));
 }
 
@@ -332,6 +385,7 @@ static int dir_of(enum cudaMemcpyKind k, int *dir)
 
 static cudaError_t memcpy_rt(void *dst, const void *src, size_t n, enum cudaMemcpyKind k, cudaStream_t s, int sync)
 {
+    SIMRT_NEED_CTX();
     int dir;
     if (dir_of(k, &dir))
         return simrt_fail(cudaErrorInvalidMemcpyDirection);
@@ -341,6 +395,7 @@ static cudaError_t memcpy_rt(void *dst, const void *src, size_t n, enum cudaMemc
 static cudaError_t memcpy2d_rt(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h,
                                enum cudaMemcpyKind k, cudaStream_t s, int sync)
 {
+    SIMRT_NEED_CTX();
     int dir;
     if (dir_of(k, &dir))
         return simrt_fail(cudaErrorInvalidMemcpyDirection);
@@ -377,51 +432,77 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dp, const void *src, size_t sp, 
 }
 cudaError_t cudaMemset(void *dst, int v, size_t n)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, NULL, 0));
 }
 cudaError_t cudaMemset_ptds(void *dst, int v, size_t n)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)PTDS, 0));
 }
 cudaError_t cudaMemsetAsync(void *dst, int v, size_t n, cudaStream_t s)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)s, 0));
 }
 cudaError_t cudaMemsetAsync_ptsz(void *dst, int v, size_t n, cudaStream_t s)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_memset(dst, (unsigned)v, 1, n, (CUstream)(s ? s : PTDS), 0));
 }
 
 /* ---- streams and events ---------------------------------------------------- */
 
-cudaError_t cudaStreamCreate(cudaStream_t *s) { return simrt_error(simgpu_stream_create((CUstream *)s, 0, 0)); }
+cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_stream_create((CUstream *)s, 0, 0));
+}
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_stream_create((CUstream *)s, flags, 0));
 }
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int prio)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_stream_create((CUstream *)s, flags, prio));
 }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { return simrt_error(simgpu_stream_destroy((CUstream)s)); }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return simrt_error(simgpu_stream_synchronize((CUstream)s)); }
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_stream_destroy((CUstream)s));
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_stream_synchronize((CUstream)s));
+}
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_stream_synchronize((CUstream)(s ? s : PTDS)));
 }
-cudaError_t cudaStreamQuery(cudaStream_t s) { return simrt_error(simgpu_stream_query((CUstream)s)); }
+cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_stream_query((CUstream)s));
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
 {
+    SIMRT_NEED_CTX();
     (void)flags;
     return simrt_error(simgpu_stream_wait_event((CUstream)s, (CUevent)e));
 }
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags)
 {
+    SIMRT_NEED_CTX();
     (void)flags;
     return simrt_error(simgpu_stream_wait_event((CUstream)(s ? s : PTDS), (CUevent)e));
 }
 cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int *flags)
 {
+    SIMRT_NEED_CTX();
     if (!flags)
         return simrt_fail(cudaErrorInvalidValue);
     if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
@@ -430,23 +511,43 @@ cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned int *flags)
     return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *e) { return simrt_error(simgpu_event_create((CUevent *)e, 0)); }
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_event_create((CUevent *)e, 0));
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_event_create((CUevent *)e, flags));
 }
-cudaError_t cudaEventDestroy(cudaEvent_t e) { return simrt_error(simgpu_event_destroy((CUevent)e)); }
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_event_destroy((CUevent)e));
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_event_record((CUevent)e, (CUstream)s));
 }
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_event_record((CUevent)e, (CUstream)(s ? s : PTDS)));
 }
-cudaError_t cudaEventQuery(cudaEvent_t e) { return simrt_error(simgpu_event_query((CUevent)e)); }
-cudaError_t cudaEventSynchronize(cudaEvent_t e) { return simrt_error(simgpu_event_synchronize((CUevent)e)); }
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_event_query((CUevent)e));
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    SIMRT_NEED_CTX();
+    return simrt_error(simgpu_event_synchronize((CUevent)e));
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
 {
+    SIMRT_NEED_CTX();
     return simrt_error(simgpu_event_elapsed(ms, (CUevent)a, (CUevent)b));
 }

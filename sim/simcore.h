@@ -57,7 +57,8 @@ size_t simgpu_capacity(int dev);
 /* cuDeviceGetAttribute's answer (runtime and driver attribute numbers agree). */
 int simgpu_device_attribute(int attr, int dev);
 
-/* The calling thread's current device (cudaSetDevice / cuCtxSetCurrent). */
+/* The calling thread's current device: its current context's, else the one
+ * cudaSetDevice last selected on the thread. */
 int simgpu_current_device(void);
 void simgpu_set_current_device(int dev);
 

@@ -93,6 +93,8 @@ struct simgpu_global {
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
     struct sim_handle *streams, *events, *phys;
+    struct sim_handle *ctxs, *dead_ctxs; /* cuCtxCreate'd contexts, live and destroyed */
+    int initialised;              /* cuInit has run (read and written atomically) */
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
@@ -110,6 +112,16 @@ void sim_hazard_note(const void *p, size_t bytes, int write, const char *what);
 void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end);
 void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size);
 int sim_charge_locked(struct simgpu_device *d, size_t bytes);
+/* Driver preconditions (sim/context.c): CUDA_ERROR_NOT_INITIALIZED before
+ * cuInit, CUDA_ERROR_INVALID_CONTEXT (or _CONTEXT_IS_DESTROYED) on a thread
+ * without a usable current context. The stream form needs a context only
+ * for the special handles (NULL, legacy, per-thread), which mean "the
+ * current context's". */
+CUresult sim_need_init(void);
+CUresult sim_need_ctx(void);
+CUresult sim_need_ctx_for_stream(CUstream s);
+/* Device of the calling thread's current context, or -1 when it has none. */
+int sim_ctx_device(void);
 /* Counts one device allocation attempt; 1 when fault injection says it must
  * fail. Caller holds g_sim.lock. */
 int sim_fault_alloc_locked(void);

@@ -194,7 +194,9 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     /* Releasing the context's resources synchronises the device (cuBLAS
      * documentation, cublasCreate()). */
     simgpu_device_synchronize();
-    CUresult r = g_drv.mem_free(handle->default_workspace);
+    /* A handle may be destroyed on a thread that never used the device. */
+    CUresult r = driver_ready(simgpu_current_device()) ? g_drv.mem_free(handle->default_workspace)
+                                                       : CUDA_ERROR_NOT_INITIALIZED;
     handle->magic = 0;
     free(handle);
     return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INTERNAL_ERROR;

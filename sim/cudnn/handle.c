@@ -91,7 +91,11 @@ CUresult simdnn_driver_alloc(CUdeviceptr *p, size_t bytes)
 CUresult simdnn_driver_free(CUdeviceptr p)
 {
     mem_free_fn fn = (mem_free_fn)simgpu_driver_proc("cuMemFree");
-    return fn ? fn(p) : CUDA_ERROR_NOT_FOUND;
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    /* A handle may be destroyed on a thread that never used the device. */
+    ensure_context();
+    return fn(p);
 }
 
 /* ---- cost model ----------------------------------------------------------- */
