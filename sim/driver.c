@@ -101,7 +101,13 @@ int simgpu_device_attribute(int attr, int d)
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1000000;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 3000000;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 384;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    /* Pascal and later; the simulator itself never faults a host access. */
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return p->cc_major >= 6;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return SIMGPU_PITCH_ALIGN;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return d;
     default: return 0;
     }
@@ -126,6 +132,33 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes)
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     return simgpu_malloc(simgpu_current_device(), bytes, p);
+}
+
+/* cudaMallocPitch's rows: widths rounded up to 512 bytes, what the Kepler and
+ * Maxwell GPUs of the profiles return (and the texture alignment they report). */
+CUresult cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int elem)
+{
+    NEED(sim_need_ctx());
+    if (!p || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (width > 2147483647u)
+        return CUDA_ERROR_INVALID_VALUE; /* past the device's maximum pitch */
+    size_t rp = (width + SIMGPU_PITCH_ALIGN - 1) / SIMGPU_PITCH_ALIGN * SIMGPU_PITCH_ALIGN;
+    size_t bytes;
+    if (__builtin_mul_overflow(rp, height, &bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = simgpu_malloc(simgpu_current_device(), bytes, p);
+    if (rc == CUDA_SUCCESS)
+        *pitch = rp;
+    return rc;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned int flags)
+{
+    NEED(sim_need_ctx());
+    if (!p || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return simgpu_malloc_managed(simgpu_current_device(), bytes, flags, p);
 }
 
 CUresult cuMemFree(CUdeviceptr p)
@@ -250,6 +283,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = dev >= 0 ? dev : 0;
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(int *)data = simgpu_is_managed((const void *)p);
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         *(CUdeviceptr *)data = p;
@@ -306,6 +342,16 @@ CUresult cuEventRecord(CUevent e, CUstream s)
 {
     NEED(sim_need_ctx_for_stream(s));
     return simgpu_event_record(e, s);
+}
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    NEED(sim_need_ctx_for_stream(s));
+    return simgpu_event_record_flags(e, s, flags);
+}
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags)
+{
+    return cuEventRecordWithFlags(e, s ? s : CU_STREAM_PER_THREAD, flags);
 }
 CUresult cuEventQuery(CUevent e)
 {

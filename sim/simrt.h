@@ -9,6 +9,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "sim/simcore.h"
+
 /* Maps a driver result to the runtime's code and records it as the last
  * error when it is a failure. */
 cudaError_t simrt_error(CUresult r);
@@ -24,6 +26,15 @@ cudaError_t simrt_ctx(void);
         cudaError_t ctx_e_ = simrt_ctx();         \
         if (ctx_e_ != cudaSuccess)                \
             return simrt_fail(ctx_e_);            \
+    } while (0)
+
+/* cudaMalloc, cudaFree, cudaDeviceSynchronize and the like may synchronise
+ * implicitly, which a capture in global or thread-local mode forbids. */
+#define SIMRT_NOT_DURING_CAPTURE()                                  \
+    do {                                                            \
+        CUresult cap_r_ = simgpu_capture_unsafe_call();             \
+        if (cap_r_ != CUDA_SUCCESS)                                 \
+            return simrt_error(cap_r_);                             \
     } while (0)
 
 #endif

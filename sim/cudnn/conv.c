@@ -261,7 +261,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !w || !y)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -292,7 +292,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
         (st = simdnn_check_float_tensor(zDesc, what)) || (st = simdnn_check_float_tensor(biasDesc, what)))
         return st;
     if (!alpha1 || !alpha2 || !x || !w || !z || !bias || !y)
@@ -347,7 +347,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)))
         return st;
     if (!alpha || !beta || !w || !dy || !dx)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -376,7 +376,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !dy || !dw)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -399,7 +399,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alp
 {
     const char *what = "cudnnConvolutionBackwardBias";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
         (st = simdnn_check_float_tensor(dbDesc, what)))
         return st;
     if (!alpha || !beta || !dy || !db)
@@ -683,7 +683,7 @@ static cudnnStatus_t forward_search(cudnnHandle_t handle, const cudnnTensorDescr
     struct perf_row rows[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{x, simdnn_tensor_span(xDesc), 0}, {w, filter_bytes(wDesc), 0},
@@ -755,7 +755,7 @@ static cudnnStatus_t backward_data_search(cudnnHandle_t handle, const cudnnFilte
     struct perf_row rows[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{w, filter_bytes(wDesc), 0}, {dy, simdnn_tensor_span(dyDesc), 0},
@@ -826,7 +826,7 @@ static cudnnStatus_t backward_filter_search(cudnnHandle_t handle, const cudnnTen
     struct perf_row rows[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{x, simdnn_tensor_span(xDesc), 0}, {dy, simdnn_tensor_span(dyDesc), 0},

@@ -108,7 +108,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
     const char *what = "cudnnPoolingForward";
     struct pool_geom g;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !y)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -160,7 +160,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
     const char *what = "cudnnPoolingBackward";
     struct pool_geom g, gd;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)) ||
         (st = pool_geometry(poolingDesc, dxDesc, dyDesc, &gd, what)))
         return st;
     if (!alpha || !beta || !y || !dy || !x || !dx)
