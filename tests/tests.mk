@@ -24,3 +24,8 @@ $(BUILD)/tests/test_sim_graph: $(BUILD)/tests/test_sim_graph.o $(SIM_LIBS) | $(S
 TEST_BINS += $(BUILD)/tests/test_sim_graph
 TEST_SCRIPTS += tests/test_sim_exports.sh
 
+# The same entry points with libsn preloaded (tests/test_sn_sim_apis.sh).
+$(BUILD)/tests/test_sn_sim_apis: $(BUILD)/tests/test_sn_sim_apis.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -lcmocka -ldl
+TEST_BINS += $(BUILD)/tests/test_sn_sim_apis
+TEST_SCRIPTS += tests/test_sn_sim_apis.sh
