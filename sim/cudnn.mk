@@ -21,7 +21,7 @@ $(SIM_DIR)/libcudnn.so.9: $(SIM_CUDNN_OBJ) sim/cudnn/libcudnn.map $(SIM_DIR)/lib
 ALL_TARGETS += $(SIM_DIR)/libcudnn.so.9
 
 SIM_CUDNN_TESTS := $(BUILD)/tests/test_cudnn_conv $(BUILD)/tests/test_cudnn_ops \
-                   $(BUILD)/tests/test_cudnn_model
+                   $(BUILD)/tests/test_cudnn_model $(BUILD)/tests/test_cudnn_sizes
 $(SIM_CUDNN_TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUDART) -lcmocka -lm
 

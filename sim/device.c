@@ -16,6 +16,9 @@
  *
  * Capacity is accounted in bytes against SIMGPU_MEM (or the profile's size):
  * heap allocations rounded to 512 bytes, VMM handles at their full size.
+ * Managed allocations (cudaMallocManaged) come from the heap and are always
+ * committed, since the host may touch them; stream-ordered allocations come
+ * from the heap through the device's pool (sim/pool.c).
  */
 #include "sim/simcore.h"
 
@@ -102,6 +105,8 @@ static void init_device(struct simgpu_device *d, int idx, const simgpu_profile *
 {
     memset(d, 0, sizeof *d);
     d->index = idx;
+    /* CUDA's default pool: every reuse policy on, release threshold 0. */
+    d->pool.follow_events = d->pool.opportunistic = d->pool.internal_deps = 1;
     d->prof = p;
     d->capacity = cap;
     /* Address space: generous, because reserving costs nothing and libsn may
@@ -193,6 +198,7 @@ static void do_init(void)
         else
             g_sim.ndev = v;
     }
+    g_sim.page_size = (size_t)sysconf(_SC_PAGESIZE);
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
@@ -209,7 +215,13 @@ int simgpu_compute_enabled(void) { simgpu_init(); return g_sim.compute; }
 int simgpu_vmm_supported(void) { simgpu_init(); return g_sim.vmm; }
 const simgpu_profile *simgpu_profile_of(int dev) { simgpu_init(); return g_sim.dev[dev].prof; }
 size_t simgpu_capacity(int dev) { simgpu_init(); return g_sim.dev[dev].capacity; }
-int simgpu_current_device(void) { return t_device; }
+/* The current context's device; without one, the device the runtime last
+ * selected on this thread (cudaSetDevice), 0 by default. */
+int simgpu_current_device(void)
+{
+    int d = sim_ctx_device();
+    return d >= 0 ? d : t_device;
+}
 void simgpu_set_current_device(int dev) { t_device = dev; }
 
 struct simgpu_device *sim_dev(int i)
@@ -239,15 +251,53 @@ int sim_charge_locked(struct simgpu_device *d, size_t bytes)
 
 #define HEAP_ALIGN 512
 
-static size_t page_size(void)
+/* Read once in do_init, under pthread_once, so that threads allocating
+ * pinned memory (outside the lock) and device memory (inside it) never race
+ * on a lazily written copy. */
+static size_t page_size(void) { return g_sim.page_size; }
+
+uintptr_t sim_heap_carve_locked(struct simgpu_device *d, size_t rs, int open)
 {
-    static size_t ps;
-    if (!ps)
-        ps = (size_t)sysconf(_SC_PAGESIZE);
-    return ps;
+    if (sim_charge_locked(d, rs) != 0)
+        return 0;
+    uintptr_t a = sim_rangeset_alloc(&d->heap_free, rs, HEAP_ALIGN);
+    if (!a) {
+        d->used -= rs;
+        return 0;
+    }
+    if (open) {
+        uintptr_t ps = page_size();
+        uintptr_t lo = a / ps * ps, hi = round_up(a + rs, ps);
+        if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
+            sim_rangeset_free(&d->heap_free, a, rs);
+            d->used -= rs;
+            return 0;
+        }
+    }
+    return a;
 }
 
-CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
+void sim_heap_release_locked(struct simgpu_device *d, uintptr_t a, size_t rs, int protect)
+{
+    sim_rangeset_free(&d->heap_free, a, rs);
+    sim_hazard_forget_locked(d, a, rs);
+    d->used -= rs;
+    if (!protect)
+        return;
+    /* Give back and protect the pages no live allocation shares any more,
+     * so a use after free faults instead of reading stale data. */
+    uintptr_t fb, fs;
+    if (sim_rangeset_containing(&d->heap_free, a, &fb, &fs)) {
+        uintptr_t ps = page_size();
+        uintptr_t lo = round_up(fb, ps), hi = (fb + fs) / ps * ps;
+        if (hi > lo) {
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+            mprotect((void *)lo, hi - lo, PROT_NONE);
+        }
+    }
+}
+
+static CUresult heap_alloc(int dev, size_t size, int kind, CUdeviceptr *out)
 {
     struct simgpu_device *d = sim_dev(dev);
     if (!d || !out)
@@ -258,30 +308,26 @@ CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out)
     if (rs < size)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_sim.lock);
-    if (sim_fault_alloc_locked() || sim_charge_locked(d, rs) != 0) {
-        pthread_mutex_unlock(&g_sim.lock);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    uintptr_t a = sim_rangeset_alloc(&d->heap_free, rs, HEAP_ALIGN);
-    if (!a) {
-        d->used -= rs;
-        pthread_mutex_unlock(&g_sim.lock);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (g_sim.compute) {
-        uintptr_t ps = page_size();
-        uintptr_t lo = a / ps * ps, hi = round_up(a + rs, ps);
-        if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0) {
-            sim_rangeset_free(&d->heap_free, a, rs);
-            d->used -= rs;
-            pthread_mutex_unlock(&g_sim.lock);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    }
-    sim_extset_insert(&d->live, a, rs, SIM_EXT_HEAP, PROT_READ | PROT_WRITE, NULL);
+    /* Managed memory is the host's to touch too, so it is committed even
+     * when nothing else is (compute off). */
+    uintptr_t a = sim_fault_alloc_locked() ? 0 : sim_heap_carve_locked(d, rs, g_sim.compute || kind == SIM_EXT_MANAGED);
+    if (a)
+        sim_extset_insert(&d->live, a, rs, kind, PROT_READ | PROT_WRITE, NULL);
     pthread_mutex_unlock(&g_sim.lock);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *out = (CUdeviceptr)a;
     return CUDA_SUCCESS;
+}
+
+CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out) { return heap_alloc(dev, size, SIM_EXT_HEAP, out); }
+
+CUresult simgpu_malloc_managed(int dev, size_t size, unsigned flags, CUdeviceptr *out)
+{
+    /* Exactly one of global and host attachment (cuMemAllocManaged). */
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    return heap_alloc(dev, size, SIM_EXT_MANAGED, out);
 }
 
 struct simgpu_device *sim_device_of_locked(uintptr_t p)
@@ -294,6 +340,8 @@ struct simgpu_device *sim_device_of_locked(uintptr_t p)
     return NULL;
 }
 
+int sim_heap_kind(int kind) { return kind == SIM_EXT_HEAP || kind == SIM_EXT_MANAGED || kind == SIM_EXT_POOL; }
+
 CUresult simgpu_free(CUdeviceptr p)
 {
     simgpu_init();
@@ -302,29 +350,17 @@ CUresult simgpu_free(CUdeviceptr p)
     pthread_mutex_lock(&g_sim.lock);
     struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
     struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
-    if (!e || e->base != (uintptr_t)p || e->kind != SIM_EXT_HEAP) {
+    if (!e || e->base != (uintptr_t)p || !sim_heap_kind(e->kind)) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
     uintptr_t a = e->base;
     size_t rs = e->size;
+    int kind = e->kind;
     sim_extset_remove(&d->live, a);
-    sim_rangeset_free(&d->heap_free, a, rs);
-    sim_hazard_forget_locked(d, a, rs);
-    d->used -= rs;
-    if (g_sim.compute) {
-        /* Give back and protect the pages no live allocation shares any more,
-         * so a use after free faults instead of reading stale data. */
-        uintptr_t fb, fs;
-        if (sim_rangeset_containing(&d->heap_free, a, &fb, &fs)) {
-            uintptr_t ps = page_size();
-            uintptr_t lo = round_up(fb, ps), hi = (fb + fs) / ps * ps;
-            if (hi > lo) {
-                madvise((void *)lo, hi - lo, MADV_DONTNEED);
-                mprotect((void *)lo, hi - lo, PROT_NONE);
-            }
-        }
-    }
+    if (kind == SIM_EXT_POOL)
+        sim_pool_forget_locked(d, rs); /* a stream-ordered allocation freed with cuMemFree */
+    sim_heap_release_locked(d, a, rs, g_sim.compute || kind == SIM_EXT_MANAGED);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
@@ -359,7 +395,7 @@ int simgpu_heap_lookup(const void *p, CUdeviceptr *base, size_t *size)
     pthread_mutex_lock(&g_sim.lock);
     struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
     struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
-    if (e && e->kind == SIM_EXT_HEAP) {
+    if (e && sim_heap_kind(e->kind)) {
         if (base)
             *base = e->base;
         if (size)
@@ -409,6 +445,17 @@ int simgpu_host_free(void *p)
     return 0;
 }
 
+int simgpu_is_managed(const void *p)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    struct simgpu_device *d = sim_device_of_locked((uintptr_t)p);
+    struct sim_extent *e = d ? sim_extset_find(&d->live, (uintptr_t)p) : NULL;
+    int r = e && e->kind == SIM_EXT_MANAGED;
+    pthread_mutex_unlock(&g_sim.lock);
+    return r;
+}
+
 int simgpu_is_pinned(const void *p, size_t bytes)
 {
     simgpu_init();
@@ -447,7 +494,7 @@ static int range_ok_locked(uintptr_t p, size_t bytes, int write, const char **wh
             *why = (e->prot == 0) ? "mapped without access (cuMemSetAccess missing)" : "mapped read-only";
             return 0;
         }
-        if (e->kind == SIM_EXT_HEAP && end > e->base + e->size) {
+        if (sim_heap_kind(e->kind) && end > e->base + e->size) {
             *why = "runs past the end of its allocation";
             return 0;
         }

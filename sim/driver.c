@@ -3,9 +3,10 @@
  * cuDNN, cuBLAS or an interposer reaches, including cuGetProcAddress, which
  * is how the real libcudart finds every driver function.
  *
- * Contexts are the devices' primary contexts; the current device is per
- * thread. Memory, VMM (sim/vmm.c), copies and timeline (sim/ops.c,
- * sim/timeline.c) are shared with the runtime.
+ * Initialisation and contexts are in sim/context.c; every entry point here
+ * first checks what the real driver requires (cuInit, and for calls on "the
+ * current context" a current context). Memory, VMM (sim/vmm.c), copies and
+ * timeline (sim/ops.c, sim/timeline.c) are shared with the runtime.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -14,19 +15,16 @@
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
-struct CUctx_st { int dev; };
-static struct CUctx_st g_ctx[SIMGPU_MAX_DEVICES];
-static __thread int t_ctx_set;
-
 static CUresult dev_ok(CUdevice d) { return sim_dev(d) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
 
-CUresult cuInit(unsigned int flags)
-{
-    if (flags)
-        return CUDA_ERROR_INVALID_VALUE;
-    simgpu_init();
-    return CUDA_SUCCESS;
-}
+/* Preconditions of an entry point (sim/context.c), checked before its
+ * arguments as the driver does. */
+#define NEED(check)                         \
+    do {                                    \
+        CUresult need_ = (check);           \
+        if (need_ != CUDA_SUCCESS)          \
+            return need_;                   \
+    } while (0)
 
 CUresult cuDriverGetVersion(int *v)
 {
@@ -38,6 +36,7 @@ CUresult cuDriverGetVersion(int *v)
 
 CUresult cuDeviceGetCount(int *n)
 {
+    NEED(sim_need_init());
     if (!n)
         return CUDA_ERROR_INVALID_VALUE;
     *n = simgpu_device_count();
@@ -46,6 +45,7 @@ CUresult cuDeviceGetCount(int *n)
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal)
 {
+    NEED(sim_need_init());
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev_ok(ordinal) != CUDA_SUCCESS)
@@ -56,6 +56,7 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
+    NEED(sim_need_init());
     if (!name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev_ok(d) != CUDA_SUCCESS)
@@ -66,6 +67,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice d)
 {
+    NEED(sim_need_init());
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev_ok(d) != CUDA_SUCCESS)
@@ -99,7 +101,13 @@ int simgpu_device_attribute(int attr, int d)
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1000000;
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 3000000;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 384;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    /* Pascal and later; the simulator itself never faults a host access. */
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return p->cc_major >= 6;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return SIMGPU_PITCH_ALIGN;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return d;
     default: return 0;
     }
@@ -107,6 +115,7 @@ int simgpu_device_attribute(int attr, int d)
 
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute attr, CUdevice d)
 {
+    NEED(sim_need_init());
     if (!v)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev_ok(d) != CUDA_SUCCESS)
@@ -115,68 +124,52 @@ CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute attr, CUdevice d)
     return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice d)
-{
-    if (!ctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (dev_ok(d) != CUDA_SUCCESS)
-        return CUDA_ERROR_INVALID_DEVICE;
-    g_ctx[d].dev = d;
-    *ctx = &g_ctx[d];
-    return CUDA_SUCCESS;
-}
-
-CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return dev_ok(d); }
-
-CUresult cuCtxGetCurrent(CUcontext *ctx)
-{
-    if (!ctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    simgpu_init();
-    int d = simgpu_current_device();
-    g_ctx[d].dev = d;
-    *ctx = t_ctx_set ? &g_ctx[d] : NULL;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuCtxSetCurrent(CUcontext ctx)
-{
-    simgpu_init();
-    if (!ctx) {
-        t_ctx_set = 0;
-        return CUDA_SUCCESS;
-    }
-    if (ctx < &g_ctx[0] || ctx >= &g_ctx[simgpu_device_count()])
-        return CUDA_ERROR_INVALID_CONTEXT;
-    simgpu_set_current_device((int)(ctx - g_ctx));
-    t_ctx_set = 1;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuCtxGetDevice(CUdevice *d)
-{
-    if (!d)
-        return CUDA_ERROR_INVALID_VALUE;
-    simgpu_init();
-    *d = simgpu_current_device();
-    return CUDA_SUCCESS;
-}
-
-CUresult cuCtxSynchronize(void) { return simgpu_device_synchronize(); }
-
 /* ---- memory ---------------------------------------------------------------- */
 
 CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes)
 {
+    NEED(sim_need_ctx());
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     return simgpu_malloc(simgpu_current_device(), bytes, p);
 }
 
-CUresult cuMemFree(CUdeviceptr p) { return simgpu_free(p); }
+/* cudaMallocPitch's rows: widths rounded up to 512 bytes, what the Kepler and
+ * Maxwell GPUs of the profiles return (and the texture alignment they report). */
+CUresult cuMemAllocPitch(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, unsigned int elem)
+{
+    NEED(sim_need_ctx());
+    if (!p || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (width > 2147483647u)
+        return CUDA_ERROR_INVALID_VALUE; /* past the device's maximum pitch */
+    size_t rp = (width + SIMGPU_PITCH_ALIGN - 1) / SIMGPU_PITCH_ALIGN * SIMGPU_PITCH_ALIGN;
+    size_t bytes;
+    if (__builtin_mul_overflow(rp, height, &bytes))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = simgpu_malloc(simgpu_current_device(), bytes, p);
+    if (rc == CUDA_SUCCESS)
+        *pitch = rp;
+    return rc;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned int flags)
+{
+    NEED(sim_need_ctx());
+    if (!p || bytes == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return simgpu_malloc_managed(simgpu_current_device(), bytes, flags, p);
+}
+
+CUresult cuMemFree(CUdeviceptr p)
+{
+    NEED(sim_need_ctx());
+    return simgpu_free(p);
+}
 
 CUresult cuMemGetInfo(size_t *free_b, size_t *total_b)
 {
+    NEED(sim_need_ctx());
     if (!free_b || !total_b)
         return CUDA_ERROR_INVALID_VALUE;
     simgpu_mem_info(simgpu_current_device(), free_b, total_b);
@@ -185,11 +178,13 @@ CUresult cuMemGetInfo(size_t *free_b, size_t *total_b)
 
 CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
+    NEED(sim_need_ctx());
     return simgpu_heap_lookup((const void *)p, base, size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult cuMemAllocHost(void **pp, size_t bytes)
 {
+    NEED(sim_need_ctx());
     if (!pp)
         return CUDA_ERROR_INVALID_VALUE;
     *pp = simgpu_host_alloc(bytes, 0);
@@ -198,65 +193,83 @@ CUresult cuMemAllocHost(void **pp, size_t bytes)
 
 CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
+    NEED(sim_need_ctx());
     if (!pp)
         return CUDA_ERROR_INVALID_VALUE;
     *pp = simgpu_host_alloc(bytes, flags);
     return *pp ? CUDA_SUCCESS : (bytes ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE);
 }
 
-CUresult cuMemFreeHost(void *p) { return simgpu_host_free(p) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+CUresult cuMemFreeHost(void *p)
+{
+    NEED(sim_need_ctx());
+    return simgpu_host_free(p) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memcpy((void *)dst, src, n, 1, CU_STREAM_LEGACY, 1);
 }
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memcpy(dst, (const void *)src, n, 2, CU_STREAM_LEGACY, 1);
 }
 CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memcpy((void *)dst, (const void *)src, n, 3, CU_STREAM_LEGACY, 1);
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memcpy((void *)dst, src, n, 1, s, 0);
 }
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memcpy(dst, (const void *)src, n, 2, s, 0);
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memcpy((void *)dst, (const void *)src, n, 3, s, 0);
 }
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memcpy((void *)dst, (const void *)src, n, 0, CU_STREAM_LEGACY, 1);
 }
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memcpy((void *)dst, (const void *)src, n, 0, s, 0);
 }
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char v, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memset((void *)dst, v, 1, n, CU_STREAM_LEGACY, 0);
 }
 CUresult cuMemsetD32(CUdeviceptr dst, unsigned int v, size_t n)
 {
+    NEED(sim_need_ctx());
     return simgpu_memset((void *)dst, v, 4, n, CU_STREAM_LEGACY, 0);
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memset((void *)dst, v, 1, n, s, 0);
 }
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
 {
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_memset((void *)dst, v, 4, n, s, 0);
 }
 
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
 {
+    NEED(sim_need_init());
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
     int dev = simgpu_device_of((const void *)p);
@@ -270,6 +283,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = dev >= 0 ? dev : 0;
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(int *)data = simgpu_is_managed((const void *)p);
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         *(CUdeviceptr *)data = p;
@@ -281,25 +297,77 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
 
 /* ---- streams and events -------------------------------------------------- */
 
-CUresult cuStreamCreate(CUstream *s, unsigned int flags) { return simgpu_stream_create(s, flags, 0); }
+CUresult cuStreamCreate(CUstream *s, unsigned int flags)
+{
+    NEED(sim_need_ctx());
+    return simgpu_stream_create(s, flags, 0);
+}
 CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int prio)
 {
+    NEED(sim_need_ctx());
     return simgpu_stream_create(s, flags, prio);
 }
-CUresult cuStreamDestroy(CUstream s) { return simgpu_stream_destroy(s); }
-CUresult cuStreamSynchronize(CUstream s) { return simgpu_stream_synchronize(s); }
-CUresult cuStreamQuery(CUstream s) { return simgpu_stream_query(s); }
+CUresult cuStreamDestroy(CUstream s)
+{
+    NEED(sim_need_init());
+    return simgpu_stream_destroy(s);
+}
+CUresult cuStreamSynchronize(CUstream s)
+{
+    NEED(sim_need_ctx_for_stream(s));
+    return simgpu_stream_synchronize(s);
+}
+CUresult cuStreamQuery(CUstream s)
+{
+    NEED(sim_need_ctx_for_stream(s));
+    return simgpu_stream_query(s);
+}
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
     (void)flags;
+    NEED(sim_need_ctx_for_stream(s));
     return simgpu_stream_wait_event(s, e);
 }
-CUresult cuEventCreate(CUevent *e, unsigned int flags) { return simgpu_event_create(e, flags); }
-CUresult cuEventDestroy(CUevent e) { return simgpu_event_destroy(e); }
-CUresult cuEventRecord(CUevent e, CUstream s) { return simgpu_event_record(e, s); }
-CUresult cuEventQuery(CUevent e) { return simgpu_event_query(e); }
-CUresult cuEventSynchronize(CUevent e) { return simgpu_event_synchronize(e); }
-CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return simgpu_event_elapsed(ms, a, b); }
+CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    NEED(sim_need_ctx());
+    return simgpu_event_create(e, flags);
+}
+CUresult cuEventDestroy(CUevent e)
+{
+    NEED(sim_need_init());
+    return simgpu_event_destroy(e);
+}
+CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    NEED(sim_need_ctx_for_stream(s));
+    return simgpu_event_record(e, s);
+}
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    NEED(sim_need_ctx_for_stream(s));
+    return simgpu_event_record_flags(e, s, flags);
+}
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags)
+{
+    return cuEventRecordWithFlags(e, s ? s : CU_STREAM_PER_THREAD, flags);
+}
+CUresult cuEventQuery(CUevent e)
+{
+    NEED(sim_need_init());
+    return simgpu_event_query(e);
+}
+CUresult cuEventSynchronize(CUevent e)
+{
+    NEED(sim_need_init());
+    return simgpu_event_synchronize(e);
+}
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    NEED(sim_need_init());
+    return simgpu_event_elapsed(ms, a, b);
+}
 
 /* ---- errors ---------------------------------------------------------------- */
 

@@ -21,8 +21,10 @@ typedef CUresult (*simgpu_getproc_fn)(const char *, void **, int, cuuint64_t,
                                       CUdriverProcAddressQueryResult *);
 
 /* Resolve one driver entry point by its base name ("cuMemAlloc"), as cudart
- * does. NULL when the driver or the symbol is missing. */
-static inline void *simgpu_driver_proc(const char *name)
+ * does; flags CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM asks for the
+ * per-thread-stream twin (_ptsz), as cudart's own _ptsz entry points do.
+ * NULL when the driver or the symbol is missing. */
+static inline void *simgpu_driver_proc_flags(const char *name, cuuint64_t flags)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!lib)
@@ -32,10 +34,14 @@ static inline void *simgpu_driver_proc(const char *name)
         return NULL;
     void *fn = NULL;
     CUdriverProcAddressQueryResult st;
-    if (gpa(name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
-        st != CU_GET_PROC_ADDRESS_SUCCESS)
+    if (gpa(name, &fn, CUDA_VERSION, flags, &st) != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS)
         return NULL;
     return fn;
+}
+
+static inline void *simgpu_driver_proc(const char *name)
+{
+    return simgpu_driver_proc_flags(name, CU_GET_PROC_ADDRESS_DEFAULT);
 }
 
 #endif

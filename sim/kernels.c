@@ -14,6 +14,10 @@
  * nvcc 13's stubs launch through __cudaGetKernel + __cudaPopCallConfiguration
  * + __cudaLaunchKernel(cudaKernel_t, ...); the kernel handle we hand out is
  * the registry entry itself.
+ *
+ * On a capturing stream a launch or a host function is recorded as a graph
+ * node (with a copy of the kernel's arguments) and runs when the graph is
+ * launched (sim/graph.c).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -203,9 +207,52 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
 
 /* ---- launch --------------------------------------------------------------- */
 
+static void run_kernel(const struct kernel *k, dim3 grid, dim3 block, void **args, CUstream s)
+{
+    simgpu_enqueue(s, SIMGPU_COMPUTE, SIM_KERNEL_NS, k->name);
+    if (k->kind == KERNEL_HOST && simgpu_compute_enabled())
+        k->fn(args, grid, block);
+}
+
+/* A launch captured into a graph keeps a copy of its arguments, as CUDA
+ * does: the caller's argument buffers may be gone by the time the graph
+ * runs. Fat-binary kernels have no layout and no body, so nothing to copy. */
+struct launch_node {
+    const struct kernel *k;
+    dim3 grid, block;
+    void *argv[SIM_MAX_PARAMS];
+    unsigned char data[];
+};
+
+static void run_launch_node(void *payload, CUstream s)
+{
+    struct launch_node *n = payload;
+    run_kernel(n->k, n->grid, n->block, n->argv, s);
+}
+
+static cudaError_t capture_launch(const struct kernel *k, dim3 grid, dim3 block, void **args, cudaStream_t s)
+{
+    size_t bytes = 0;
+    int copy = k->kind == KERNEL_HOST && args && k->nparams > 0;
+    if (copy)
+        bytes = k->offset[k->nparams - 1] + k->size[k->nparams - 1];
+    struct launch_node *n = calloc(1, sizeof *n + bytes);
+    if (!n)
+        return simrt_fail(cudaErrorMemoryAllocation);
+    n->k = k;
+    n->grid = grid;
+    n->block = block;
+    for (int i = 0; copy && i < k->nparams; i++) {
+        memcpy(n->data + k->offset[i], args[i], k->size[i]);
+        n->argv[i] = n->data + k->offset[i];
+    }
+    return simrt_error(simgpu_capture_callback((CUstream)s, run_launch_node, n, free, k->name));
+}
+
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
     (void)shmem;
+    SIMRT_NEED_CTX();
     struct kernel *k = kernel_lookup(func);
     if (!k)
         return simrt_fail(cudaErrorInvalidDeviceFunction);
@@ -216,9 +263,13 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, 
         return simrt_fail(cudaErrorInvalidResourceHandle);
     if (k->kind == KERNEL_FATBIN && simgpu_compute_enabled())
         return simrt_fail(cudaErrorNoKernelImageForDevice);
-    simgpu_enqueue((CUstream)s, SIMGPU_COMPUTE, SIM_KERNEL_NS, k->name);
-    if (k->kind == KERNEL_HOST && simgpu_compute_enabled())
-        k->fn(args, grid, block);
+    int record;
+    CUresult r = simgpu_capture_check((CUstream)s, &record);
+    if (r != CUDA_SUCCESS)
+        return simrt_error(r);
+    if (record)
+        return capture_launch(k, grid, block, args, s);
+    run_kernel(k, grid, block, args, (CUstream)s);
     return cudaSuccess;
 }
 
@@ -266,14 +317,35 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *cfg, const void *
     return launch(func, cfg->gridDim, cfg->blockDim, args, cfg->dynamicSmemBytes, cfg->stream ? cfg->stream : PTDS);
 }
 
+struct host_node { cudaHostFn_t fn; void *user; };
+
+static void run_host_node(void *payload, CUstream s)
+{
+    struct host_node *n = payload;
+    simgpu_enqueue(s, SIMGPU_COMPUTE, 0, "hostFunc");
+    n->fn(n->user);
+}
+
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
 {
+    SIMRT_NEED_CTX();
     if (!fn)
         return simrt_fail(cudaErrorInvalidValue);
     if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
         return simrt_fail(cudaErrorInvalidResourceHandle);
-    simgpu_enqueue((CUstream)s, SIMGPU_COMPUTE, 0, "hostFunc");
-    fn(user);
+    int record;
+    CUresult r = simgpu_capture_check((CUstream)s, &record);
+    if (r != CUDA_SUCCESS)
+        return simrt_error(r);
+    struct host_node n = {fn, user};
+    if (record) {
+        struct host_node *copy = malloc(sizeof *copy);
+        if (!copy)
+            return simrt_fail(cudaErrorMemoryAllocation);
+        *copy = n;
+        return simrt_error(simgpu_capture_callback((CUstream)s, run_host_node, copy, free, "hostFunc"));
+    }
+    run_host_node(&n, (CUstream)s);
     return cudaSuccess;
 }
 

@@ -10,10 +10,14 @@
  * and sets run on the compute engine at device-memory bandwidth (read plus
  * write). A copy from or to pageable memory returns only when it is done,
  * even when issued asynchronously, as the real driver behaves.
+ *
+ * Each op asks sim/graph.c first whether its stream captures: then it is
+ * recorded as a graph node (and done when the graph is launched) instead.
  */
 #include <string.h>
 #include <stdlib.h>
 
+#include "sim/simgraph.h"
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
@@ -71,8 +75,18 @@ static void copy_charge(int dir, int sd, int ss, size_t bytes, CUstream s, int s
         pageable = 1;
         break;
     }
-    if (sync || pageable)
+    if ((sync || pageable) && !sim_replaying())
         simgpu_host_wait_until(end);
+}
+
+/* The capture decision for an op on s; *done is set when the op must not
+ * run now (recorded, or refused with the returned error). */
+static CUresult capture_or_run(CUstream s, int sync, const struct sim_node *n, int *done)
+{
+    int record;
+    CUresult rc = sim_capture_check(s, sync, &record);
+    *done = rc != CUDA_SUCCESS || record;
+    return (rc == CUDA_SUCCESS && record) ? sim_capture_add(s, n) : rc;
 }
 
 CUresult simgpu_memcpy(void *dst, const void *src, size_t bytes, int dir_hint, CUstream s, int sync)
@@ -86,6 +100,12 @@ CUresult simgpu_memcpy(void *dst, const void *src, size_t bytes, int dir_hint, C
     CUresult rc;
     int dir = copy_dir(sd, ss, dir_hint, s, &rc);
     if (dir < 0)
+        return rc;
+    struct sim_node n = {.kind = SIM_NODE_COPY, .name = "memcpy"};
+    n.u.cp.dst = dst, n.u.cp.src = src, n.u.cp.bytes = bytes, n.u.cp.dir = dir_hint;
+    int done;
+    rc = capture_or_run(s, sync, &n, &done);
+    if (done)
         return rc;
     if (ss == SIDE_DEVICE)
         simgpu_check_range(src, bytes, 0, "memcpy source");
@@ -111,6 +131,13 @@ CUresult simgpu_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitc
     int dir = copy_dir(sd, ss, dir_hint, s, &rc);
     if (dir < 0)
         return rc;
+    struct sim_node n = {.kind = SIM_NODE_COPY2D, .name = "memcpy2D"};
+    n.u.cp.dst = dst, n.u.cp.src = src, n.u.cp.dpitch = dpitch, n.u.cp.spitch = spitch;
+    n.u.cp.width = width, n.u.cp.height = height, n.u.cp.dir = dir_hint;
+    int done;
+    rc = capture_or_run(s, sync, &n, &done);
+    if (done)
+        return rc;
     for (size_t r = 0; r < height; r++) {
         if (ss == SIDE_DEVICE)
             simgpu_check_range((const char *)src + r * spitch, width, 0, "memcpy2D source");
@@ -124,6 +151,21 @@ CUresult simgpu_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitc
     return CUDA_SUCCESS;
 }
 
+static void fill(void *dst, unsigned value, size_t elem_size, size_t count)
+{
+    if (elem_size == 1) {
+        memset(dst, (int)(value & 0xff), count);
+    } else if (elem_size == 2) {
+        uint16_t v = (uint16_t)value, *d = dst;
+        for (size_t i = 0; i < count; i++)
+            d[i] = v;
+    } else {
+        uint32_t v = value, *d = dst;
+        for (size_t i = 0; i < count; i++)
+            d[i] = v;
+    }
+}
+
 CUresult simgpu_memset(void *dst, unsigned value, size_t elem_size, size_t count, CUstream s, int sync)
 {
     simgpu_init();
@@ -134,23 +176,89 @@ CUresult simgpu_memset(void *dst, unsigned value, size_t elem_size, size_t count
         return CUDA_ERROR_INVALID_VALUE;
     if (simgpu_stream_check(s) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_node n = {.kind = SIM_NODE_SET, .name = "memset"};
+    n.u.set.dst = dst, n.u.set.value = value, n.u.set.elem = elem_size, n.u.set.count = count;
+    int done;
+    CUresult rc = capture_or_run(s, sync, &n, &done);
+    if (done)
+        return rc;
     simgpu_check_range(dst, bytes, 1, "memset destination");
     uint64_t end = simgpu_enqueue(s, SIMGPU_COMPUTE, simgpu_mem_time_ns(s, (double)bytes), "memset");
-    if (sync)
+    if (sync && !sim_replaying())
         simgpu_host_wait_until(end);
-    if (!simgpu_compute_enabled())
+    if (simgpu_compute_enabled())
+        fill(dst, value, elem_size, count);
+    return CUDA_SUCCESS;
+}
+
+CUresult simgpu_memset2d(void *dst, size_t pitch, unsigned value, size_t width, size_t height, CUstream s, int sync)
+{
+    simgpu_init();
+    if (width == 0 || height == 0)
         return CUDA_SUCCESS;
-    if (elem_size == 1) {
-        memset(dst, (int)(value & 0xff), bytes);
-    } else if (elem_size == 2) {
-        uint16_t v = (uint16_t)value, *d = dst;
-        for (size_t i = 0; i < count; i++)
-            d[i] = v;
+    if (!dst || width > pitch || simgpu_device_of(dst) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_node n = {.kind = SIM_NODE_SET2D, .name = "memset2D"};
+    n.u.set.dst = dst, n.u.set.value = value, n.u.set.pitch = pitch, n.u.set.width = width;
+    n.u.set.height = height;
+    int done;
+    CUresult rc = capture_or_run(s, sync, &n, &done);
+    if (done)
+        return rc;
+    for (size_t r = 0; r < height; r++)
+        simgpu_check_range((char *)dst + r * pitch, width, 1, "memset2D destination");
+    uint64_t end = simgpu_enqueue(s, SIMGPU_COMPUTE, simgpu_mem_time_ns(s, (double)width * height), "memset2D");
+    if (sync && !sim_replaying())
+        simgpu_host_wait_until(end);
+    if (simgpu_compute_enabled())
+        for (size_t r = 0; r < height; r++)
+            fill((char *)dst + r * pitch, value, 1, width);
+    return CUDA_SUCCESS;
+}
+
+CUresult simgpu_memcpy_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t bytes, CUstream s,
+                            int serialize)
+{
+    simgpu_init();
+    struct simgpu_device *dd = sim_dev(dst_dev), *sd = sim_dev(src_dev);
+    if (!dd || !sd)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (bytes == 0)
+        return CUDA_SUCCESS;
+    /* Each pointer must be memory of the device named with it. */
+    if (!dst || !src || simgpu_device_of(dst) != dst_dev || simgpu_device_of(src) != src_dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!serialize && simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_node n = {.kind = SIM_NODE_PEER, .name = "memcpyPeer"};
+    n.u.peer.dst = dst, n.u.peer.src = src, n.u.peer.bytes = bytes, n.u.peer.dst_dev = dst_dev;
+    n.u.peer.src_dev = src_dev;
+    int done;
+    CUresult rc = capture_or_run(serialize ? CU_STREAM_LEGACY : s, 0, &n, &done);
+    if (done)
+        return rc;
+    simgpu_check_range(src, bytes, 0, "memcpyPeer source");
+    simgpu_check_range(dst, bytes, 1, "memcpyPeer destination");
+    /* Within a device: read and write at memory bandwidth. Across devices:
+     * one pass over PCIe at the pinned rate (peer-to-peer, or staged through
+     * pinned host memory in pipelined chunks). */
+    double ns = src_dev == dst_dev ? 2.0 * bytes / dd->prof->mem_bw * 1e9 : bytes / dd->prof->pcie_pinned_bw * 1e9;
+    pthread_mutex_lock(&g_sim.lock);
+    struct sim_stream_ref r;
+    if (!serialize)
+        sim_stream_lookup_locked(s, &r);
+    sim_enqueue_peer_locked(serialize ? NULL : &r, sd, dd, ns, "memcpyPeer");
+    pthread_mutex_unlock(&g_sim.lock);
+    if (src_dev == dst_dev) {
+        simgpu_count_bytes(dst_dev, 2, bytes);
     } else {
-        uint32_t v = value, *d = dst;
-        for (size_t i = 0; i < count; i++)
-            d[i] = v;
+        simgpu_count_bytes(src_dev, 1, bytes);
+        simgpu_count_bytes(dst_dev, 0, bytes);
     }
+    if (simgpu_compute_enabled())
+        memmove(dst, src, bytes);
     return CUDA_SUCCESS;
 }
 
@@ -173,12 +281,30 @@ CUresult simgpu_stream_destroy(CUstream s)
     simgpu_init();
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
-    return sim_stream_destroy(s) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&g_sim.lock);
+    int live = sim_handle_has(&g_sim.streams, s);
+    if (live)
+        sim_capture_discard_locked(s); /* a capture never ended goes with its stream */
+    pthread_mutex_unlock(&g_sim.lock);
+    return live && sim_stream_destroy(s) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* The host cannot wait for a capturing stream: its work is not running. */
+static CUresult capture_blocks_sync(CUstream s)
+{
+    int record;
+    CUresult rc = sim_capture_check(s, 1, &record);
+    return rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : rc;
 }
 
 CUresult simgpu_stream_synchronize(CUstream s)
 {
     simgpu_init();
+    if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = capture_blocks_sync(s);
+    if (rc != CUDA_SUCCESS)
+        return rc;
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     if (sim_stream_lookup_locked(s, &r) != 0) {
@@ -187,6 +313,7 @@ CUresult simgpu_stream_synchronize(CUstream s)
     }
     sim_host_call_locked();
     simgpu_host_wait_until(sim_stream_ready_locked(&r));
+    sim_pool_release_completed_locked(r.d);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
@@ -194,6 +321,11 @@ CUresult simgpu_stream_synchronize(CUstream s)
 CUresult simgpu_stream_query(CUstream s)
 {
     simgpu_init();
+    if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = capture_blocks_sync(s);
+    if (rc != CUDA_SUCCESS)
+        return rc;
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     if (sim_stream_lookup_locked(s, &r) != 0) {
@@ -201,7 +333,7 @@ CUresult simgpu_stream_query(CUstream s)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     simgpu_host_wait_until(simgpu_host_now() + SIM_HOST_POLL_NS);
-    CUresult rc = sim_stream_ready_locked(&r) <= simgpu_host_now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    rc = sim_stream_ready_locked(&r) <= simgpu_host_now() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&g_sim.lock);
     return rc;
 }
@@ -211,7 +343,9 @@ CUresult simgpu_device_synchronize(void)
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
     sim_host_call_locked();
-    simgpu_host_wait_until(sim_device_done_locked(simgpu_current_device()));
+    int dev = simgpu_current_device();
+    simgpu_host_wait_until(sim_device_done_locked(dev));
+    sim_pool_release_completed_locked(sim_dev(dev));
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
@@ -261,12 +395,28 @@ CUresult simgpu_event_record(CUevent e, CUstream s)
     struct CUevent_st *ev = event_of(e);
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_node n = {.kind = SIM_NODE_EVENT, .name = "eventRecord"};
+    n.u.event = e;
+    int done;
+    CUresult rc = capture_or_run(s, 0, &n, &done);
+    if (done) {
+        /* Recorded in a capture: the event now marks a point of the graph,
+         * which work outside the capture cannot wait for. */
+        pthread_mutex_lock(&g_sim.lock);
+        if (rc == CUDA_SUCCESS)
+            ev->capture_id = sim_capture_id_locked(s);
+        pthread_mutex_unlock(&g_sim.lock);
+        return rc;
+    }
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     if (sim_stream_lookup_locked(s, &r) != 0) {
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    ev->capture_id = 0;
     sim_host_call_locked();
     uint64_t t = sim_stream_ready_locked(&r), now = simgpu_host_now();
     ev->time = t > now ? t : now;
@@ -275,6 +425,15 @@ CUresult simgpu_event_record(CUevent e, CUstream s)
     sim_stream_set_ready_locked(&r, ev->time);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
+}
+
+CUresult simgpu_event_record_flags(CUevent e, CUstream s, unsigned flags)
+{
+    /* External only changes what a capture records (an external event node,
+     * which the sequence replayed here does not distinguish). */
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return simgpu_event_record(e, s);
 }
 
 CUresult simgpu_event_query(CUevent e)
@@ -295,8 +454,12 @@ CUresult simgpu_event_synchronize(CUevent e)
     struct CUevent_st *ev = event_of(e);
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (ev->recorded)
+    if (ev->recorded) {
         simgpu_host_wait_until(ev->time);
+        pthread_mutex_lock(&g_sim.lock);
+        sim_pool_release_completed_locked(sim_dev(ev->dev));
+        pthread_mutex_unlock(&g_sim.lock);
+    }
     return CUDA_SUCCESS;
 }
 
@@ -331,8 +494,21 @@ CUresult simgpu_stream_wait_event(CUstream s, CUevent e)
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_HANDLE;
     }
+    uint64_t here = sim_replaying() ? 0 : sim_capture_id_locked(s);
+    CUresult rc = CUDA_SUCCESS;
+    if (!sim_replaying() && (here || (ev->capture_id && sim_capture_active_locked(ev->capture_id)))) {
+        /* Inside one capture the wait is stream order already. Across the
+         * capture boundary it is an isolation error; joining another stream
+         * into a capture is not modelled (see sim/graph.c). */
+        if (here != ev->capture_id) {
+            rc = here ? CUDA_ERROR_STREAM_CAPTURE_ISOLATION : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+            sim_capture_invalidate_locked(here ? here : ev->capture_id);
+        }
+        pthread_mutex_unlock(&g_sim.lock);
+        return rc;
+    }
     sim_host_call_locked();
-    if (ev->recorded)
+    if (ev->recorded && !ev->capture_id)
         sim_stream_set_ready_locked(&r, ev->time);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;

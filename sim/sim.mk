@@ -1,8 +1,9 @@
 # sim/ — the simulated CUDA runtime and driver (libcudart.so.13, libcuda.so.1).
 # cuDNN and cuBLAS have fragments of their own (sim/cudnn.mk, sim/cublas.mk).
 
-SIM_DRIVER_SRC := sim/device.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c sim/driver.c
-SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c
+SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
+                  sim/pool.c sim/graph.c sim/driver.c
+SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/rtgraph.c
 
 $(SIM_DIR)/libcuda.so.1: $(SIM_DRIVER_SRC:%.c=$(BUILD)/%.o) sim/libcuda.map
 	@mkdir -p $(dir $@)

@@ -24,6 +24,7 @@
 
 #define SIMGPU_MAX_DEVICES 8
 #define SIMGPU_GRANULARITY ((size_t)2 << 20) /* VMM allocation granularity */
+#define SIMGPU_PITCH_ALIGN 512                 /* row alignment of pitched allocations */
 
 /* Performance profile of one simulated GPU model; figures and their sources
  * are listed in README.md ("Device profiles"). */
@@ -57,7 +58,8 @@ size_t simgpu_capacity(int dev);
 /* cuDeviceGetAttribute's answer (runtime and driver attribute numbers agree). */
 int simgpu_device_attribute(int attr, int dev);
 
-/* The calling thread's current device (cudaSetDevice / cuCtxSetCurrent). */
+/* The calling thread's current device: its current context's, else the one
+ * cudaSetDevice last selected on the thread. */
 int simgpu_current_device(void);
 void simgpu_set_current_device(int dev);
 
@@ -136,10 +138,66 @@ CUresult simgpu_stream_wait_event(CUstream s, CUevent e);
 CUresult simgpu_event_create(CUevent *out, unsigned flags);
 CUresult simgpu_event_destroy(CUevent e);
 CUresult simgpu_event_record(CUevent e, CUstream s);
+/* cuEventRecordWithFlags: flags CU_EVENT_RECORD_DEFAULT or _EXTERNAL. */
+CUresult simgpu_event_record_flags(CUevent e, CUstream s, unsigned flags);
 CUresult simgpu_event_query(CUevent e);
 CUresult simgpu_event_synchronize(CUevent e);
 CUresult simgpu_event_elapsed(float *ms, CUevent start, CUevent end);
 CUresult simgpu_device_synchronize(void);
+
+/* A 2-D set (cudaMemset2D): width bytes in each of height rows pitch apart. */
+CUresult simgpu_memset2d(void *dst, size_t pitch, unsigned value, size_t width, size_t height, CUstream s,
+                         int sync);
+/* A copy between devices (cudaMemcpyPeer[Async]). serialize != 0: ordered
+ * after all work on the current, source and destination devices and before
+ * all later work on them (cudaMemcpyPeer); 0: in stream order on s. */
+CUresult simgpu_memcpy_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t bytes, CUstream s,
+                            int serialize);
+
+/* Managed memory (cudaMallocManaged): device memory the host may read and
+ * write directly, committed even with compute off. flags as cuMemAllocManaged. */
+CUresult simgpu_malloc_managed(int dev, size_t size, unsigned flags, CUdeviceptr *out);
+int simgpu_is_managed(const void *p);
+
+/* ---- stream-ordered allocation (sim/pool.c) ------------------------------ */
+
+/* cuMemAllocAsync / cuMemFreeAsync on the device's default pool. */
+CUresult simgpu_malloc_async(size_t size, CUstream s, CUdeviceptr *out);
+CUresult simgpu_free_async(CUdeviceptr p, CUstream s);
+/* The default pool of dev, as an opaque handle. */
+void *simgpu_default_pool(int dev);
+CUresult simgpu_pool_trim(void *pool, size_t keep);
+/* attr: CUmemPool_attribute; value: cuuint64_t or int as the driver documents. */
+CUresult simgpu_pool_get_attribute(void *pool, int attr, void *value);
+CUresult simgpu_pool_set_attribute(void *pool, int attr, void *value);
+
+/* ---- stream capture and graphs (sim/graph.c) ----------------------------- */
+
+/* A captured operation the caller replays itself (the runtime's kernel
+ * launches and host functions): run(payload, launch stream). */
+typedef void (*simgpu_node_fn)(void *payload, CUstream s);
+/* For work about to be issued on s: CUDA_SUCCESS and *record = 0 to do it,
+ * *record = 1 to record it (s captures), or the error that refuses it. */
+CUresult simgpu_capture_check(CUstream s, int *record);
+/* Records a callback node; release(payload) runs when no graph needs it. */
+CUresult simgpu_capture_callback(CUstream s, simgpu_node_fn run, void *payload, void (*release)(void *),
+                                 const char *name);
+/* For libraries that cannot capture their work (cuDNN, cuBLAS): CUDA_SUCCESS
+ * when s does not capture, else an error (the capture is invalidated). */
+CUresult simgpu_capture_refuse(CUstream s);
+/* For calls CUDA prohibits during a capture that forbids them (cudaMalloc,
+ * cudaFree, cudaDeviceSynchronize, ...): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * and the capture invalidated, or CUDA_SUCCESS. */
+CUresult simgpu_capture_unsafe_call(void);
+CUresult simgpu_exchange_capture_mode(int *mode);
+CUresult simgpu_stream_begin_capture(CUstream s, int mode);
+CUresult simgpu_stream_end_capture(CUstream s, CUgraph *out);
+CUresult simgpu_stream_is_capturing(CUstream s, int *status);
+CUresult simgpu_graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n);
+CUresult simgpu_graph_instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags);
+CUresult simgpu_graph_launch(CUgraphExec e, CUstream s);
+CUresult simgpu_graph_destroy(CUgraph g);
+CUresult simgpu_graph_exec_destroy(CUgraphExec e);
 
 /* Statistics (SIMGPU_STATS=1 prints them at exit). */
 typedef struct simgpu_stats {

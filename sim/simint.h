@@ -36,7 +36,9 @@ int sim_rangeset_containing(const struct sim_rangeset *rs, uintptr_t a, uintptr_
 
 /* Live extents (heap allocations, VMM mappings, reservations, pinned host
  * buffers), kept sorted by base for interior-pointer lookup. */
-enum { SIM_EXT_HEAP = 1, SIM_EXT_MAP, SIM_EXT_RESERVE, SIM_EXT_PINNED };
+enum { SIM_EXT_HEAP = 1, SIM_EXT_MAP, SIM_EXT_RESERVE, SIM_EXT_PINNED, SIM_EXT_MANAGED, SIM_EXT_POOL };
+/* Heap, managed and pool allocations: one allocation per extent, freed by cuMemFree. */
+int sim_heap_kind(int kind);
 struct sim_extent { uintptr_t base; size_t size; int kind; int prot; void *data; };
 struct sim_extset { struct sim_extent *v; size_t n, cap; };
 struct sim_extent *sim_extset_find(const struct sim_extset *s, uintptr_t a);
@@ -65,6 +67,18 @@ struct sim_phys {
 struct sim_hz { uintptr_t base; size_t size; uint64_t w_end, r_end; };
 struct sim_hzset { struct sim_hz *v; size_t n, cap; };
 
+/* The default memory pool of a device (sim/pool.c): blocks freed in stream
+ * order stay reserved until their free has completed and a synchronisation
+ * or a trim gives them back. */
+struct sim_pool_block { uintptr_t base; size_t size; uint64_t free_end; const void *stream; };
+struct sim_pool {
+    struct sim_pool_block *v;     /* freed blocks, sorted by base */
+    size_t n, cap;
+    size_t reserved, used, reserved_high, used_high;
+    uint64_t release_threshold;
+    int follow_events, opportunistic, internal_deps;
+};
+
 struct simgpu_device {
     int index;
     const simgpu_profile *prof;
@@ -76,10 +90,12 @@ struct simgpu_device {
     struct sim_extset reserved;   /* cuMemAddressReserve ranges */
     int memfd;
     struct sim_hzset hz;
+    struct sim_pool pool;
     /* timeline */
     uint64_t engine_free[3];
     uint64_t busy_ns[3];
     uint64_t legacy_ready;        /* legacy default stream */
+    uint64_t barrier;             /* no work starts before (cudaMemcpyPeer's serialisation) */
     uint64_t blocking_max;        /* max ready of blocking streams */
     uint64_t all_max;             /* max ready of every stream */
     uint64_t ops;
@@ -89,9 +105,13 @@ struct simgpu_device {
 struct simgpu_global {
     pthread_mutex_t lock;         /* recursive; guards everything here */
     int ndev, compute, vmm, stats;
+    size_t page_size;             /* the host's, set once at initialisation */
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
     struct sim_handle *streams, *events, *phys;
+    struct sim_handle *ctxs, *dead_ctxs; /* cuCtxCreate'd contexts, live and destroyed */
+    struct sim_handle *graphs, *graph_execs;
+    int initialised;              /* cuInit has run (read and written atomically) */
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
@@ -109,6 +129,28 @@ void sim_hazard_note(const void *p, size_t bytes, int write, const char *what);
 void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end);
 void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size);
 int sim_charge_locked(struct simgpu_device *d, size_t bytes);
+/* Heap address space for rs bytes (a multiple of 512), charged to capacity;
+ * open: make its pages accessible. 0 when the device is full. */
+uintptr_t sim_heap_carve_locked(struct simgpu_device *d, size_t rs, int open);
+/* Returns [a, a+rs) to the heap and uncharges it; protect: close the pages
+ * no live allocation shares, so a use after free faults. */
+void sim_heap_release_locked(struct simgpu_device *d, uintptr_t a, size_t rs, int protect);
+/* A pool allocation of rs bytes left the pool through cuMemFree. */
+void sim_pool_forget_locked(struct simgpu_device *d, size_t rs);
+/* Driver preconditions (sim/context.c): CUDA_ERROR_NOT_INITIALIZED before
+ * cuInit, CUDA_ERROR_INVALID_CONTEXT (or _CONTEXT_IS_DESTROYED) on a thread
+ * without a usable current context. The stream form needs a context only
+ * for the special handles (NULL, legacy, per-thread), which mean "the
+ * current context's". */
+CUresult sim_need_init(void);
+CUresult sim_need_ctx(void);
+CUresult sim_need_ctx_for_stream(CUstream s);
+/* Device of the calling thread's current context, or -1 when it has none. */
+int sim_ctx_device(void);
+/* Gives back to the device the pool memory whose stream-ordered free has
+ * completed by the host clock, down to the pool's release threshold: what
+ * a synchronisation does (sim/pool.c). */
+void sim_pool_release_completed_locked(struct simgpu_device *d);
 /* Counts one device allocation attempt; 1 when fault injection says it must
  * fail. Caller holds g_sim.lock. */
 int sim_fault_alloc_locked(void);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/simgraph.h"
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
@@ -55,7 +56,12 @@ void simgpu_host_wait_until(uint64_t t)
     pthread_mutex_unlock(&g_sim.lock);
 }
 
-void sim_host_call_locked(void) { host_advance_locked(*host_clock() + SIM_HOST_CALL_NS); }
+/* Replaying a graph costs the host nothing per node: the launch was its call. */
+void sim_host_call_locked(void)
+{
+    if (!sim_replaying())
+        host_advance_locked(*host_clock() + SIM_HOST_CALL_NS);
+}
 
 /* ---- streams ------------------------------------------------------------- */
 
@@ -144,12 +150,15 @@ uint64_t sim_stream_ready_locked(const struct sim_stream_ref *r)
 {
     const struct simgpu_device *d = r->d;
     const struct CUstream_st *s = r->s;
-    if (r->legacy)
-        return d->legacy_ready > d->blocking_max ? d->legacy_ready : d->blocking_max;
-    uint64_t t = s->ready;
-    if (s->blocking && d->legacy_ready > t)
-        t = d->legacy_ready;
-    return t;
+    uint64_t t;
+    if (r->legacy) {
+        t = d->legacy_ready > d->blocking_max ? d->legacy_ready : d->blocking_max;
+    } else {
+        t = s->ready;
+        if (s->blocking && d->legacy_ready > t)
+            t = d->legacy_ready;
+    }
+    return t > d->barrier ? t : d->barrier;
 }
 
 void sim_stream_set_ready_locked(const struct sim_stream_ref *r, uint64_t t)
@@ -199,6 +208,64 @@ uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const c
     sim_stream_set_ready_locked(&r, end);
     sim_hazard_commit_locked(name, start, end);
     pthread_mutex_unlock(&g_sim.lock);
+    return end;
+}
+
+uint64_t sim_marker_locked(const struct sim_stream_ref *r, const char *name)
+{
+    uint64_t t = sim_stream_ready_locked(r), now = *host_clock();
+    if (now > t)
+        t = now;
+    sim_stream_set_ready_locked(r, t);
+    sim_hazard_commit_locked(name, t, t);
+    return t;
+}
+
+uint64_t sim_enqueue_peer_locked(const struct sim_stream_ref *r, struct simgpu_device *src,
+                                 struct simgpu_device *dst, double dur_ns, const char *name)
+{
+    sim_host_call_locked();
+    uint64_t start = *host_clock();
+    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)dst->prof->launch_ns;
+    /* Engines: the source's outbound and the destination's inbound copy
+     * engine, or the compute engine for a copy within one device. */
+    uint64_t *e_src = &src->engine_free[engine_index(src, src == dst ? SIMGPU_COMPUTE : SIMGPU_COPY_D2H)];
+    uint64_t *e_dst = &dst->engine_free[engine_index(dst, src == dst ? SIMGPU_COMPUTE : SIMGPU_COPY_H2D)];
+    if (r) {
+        uint64_t ready = sim_stream_ready_locked(r);
+        if (ready > start)
+            start = ready;
+    } else {
+        struct simgpu_device *cur = sim_dev(simgpu_current_device());
+        uint64_t t[3] = {sim_device_done_locked(cur->index), sim_device_done_locked(src->index),
+                         sim_device_done_locked(dst->index)};
+        for (int i = 0; i < 3; i++)
+            if (t[i] > start)
+                start = t[i];
+    }
+    if (*e_src > start)
+        start = *e_src;
+    if (*e_dst > start)
+        start = *e_dst;
+    uint64_t end = start + dur;
+    *e_src = end;
+    *e_dst = end;
+    src->busy_ns[e_src - src->engine_free] += dur;
+    if (dst != src)
+        dst->busy_ns[e_dst - dst->engine_free] += dur;
+    dst->ops++;
+    if (r) {
+        sim_stream_set_ready_locked(r, end);
+    } else {
+        struct simgpu_device *all[3] = {sim_dev(simgpu_current_device()), src, dst};
+        for (int i = 0; i < 3; i++) {
+            if (end > all[i]->barrier)
+                all[i]->barrier = end;
+            if (end > all[i]->all_max)
+                all[i]->all_max = end;
+        }
+    }
+    sim_hazard_commit_locked(name, start, end);
     return end;
 }
 

@@ -50,6 +50,9 @@ static void phys_free_locked(struct sim_phys *p)
 CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                        CUmemAllocationGranularity_flags option)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     (void)option;
     if (!g_sim.vmm)
@@ -63,6 +66,9 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                              unsigned long long flags)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     (void)flags;
     if (!g_sim.vmm)
@@ -90,6 +96,9 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -116,6 +125,9 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -151,6 +163,9 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -170,6 +185,9 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -206,6 +224,9 @@ static void vmm_sync(struct simgpu_device *d) { simgpu_host_wait_until(sim_devic
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -244,6 +265,9 @@ bad:
 
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -291,6 +315,9 @@ bad:
 
 CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
+    CUresult need = sim_need_init();
+    if (need != CUDA_SUCCESS)
+        return need;
     simgpu_init();
     if (!g_sim.vmm)
         return CUDA_ERROR_NOT_SUPPORTED;

@@ -9,3 +9,23 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
 TEST_SCRIPTS += tests/test_sim_sample.sh
 TEST_SCRIPTS += tests/test_sim_nvcc.sh
+
+# Contexts and threads; the graph, pool and API tests of the newer runtime
+# entry points.
+SIM_RT_TESTS := $(BUILD)/tests/test_sim_context $(BUILD)/tests/test_sim_apis $(BUILD)/tests/test_sim_pool
+$(SIM_RT_TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
+TEST_BINS += $(SIM_RT_TESTS)
+
+# Graphs: also checks that cuDNN and cuBLAS refuse to be captured.
+$(BUILD)/tests/test_sim_graph: $(BUILD)/tests/test_sim_graph.o $(SIM_LIBS) | $(SIM_DIR)/libcudnn.so.9 \
+                                $(SIM_DIR)/libcublas.so.13
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
+TEST_BINS += $(BUILD)/tests/test_sim_graph
+TEST_SCRIPTS += tests/test_sim_exports.sh
+
+# The same entry points with libsn preloaded (tests/test_sn_sim_apis.sh).
+$(BUILD)/tests/test_sn_sim_apis: $(BUILD)/tests/test_sn_sim_apis.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -lcmocka -ldl
+TEST_BINS += $(BUILD)/tests/test_sn_sim_apis
+TEST_SCRIPTS += tests/test_sn_sim_apis.sh

@@ -145,6 +145,17 @@ void simblas_store_result(cublasHandle_t h, float *result, float value, uint64_t
     *result = value;
 }
 
+cublasStatus_t simblas_check_work(cublasHandle_t h)
+{
+    if (!simblas_handle_ok(h))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    /* Work is done when issued, so it cannot be recorded into a graph: the
+     * call fails and the capture is invalidated (docs/sim-cublas.md). */
+    if (simgpu_capture_refuse((CUstream)h->stream) != CUDA_SUCCESS)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t simblas_stream_ok(cublasHandle_t h)
 {
     return simgpu_stream_check((CUstream)h->stream) == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS
@@ -194,7 +205,9 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     /* Releasing the context's resources synchronises the device (cuBLAS
      * documentation, cublasCreate()). */
     simgpu_device_synchronize();
-    CUresult r = g_drv.mem_free(handle->default_workspace);
+    /* A handle may be destroyed on a thread that never used the device. */
+    CUresult r = driver_ready(simgpu_current_device()) ? g_drv.mem_free(handle->default_workspace)
+                                                       : CUDA_ERROR_NOT_INITIALIZED;
     handle->magic = 0;
     free(handle);
     return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INTERNAL_ERROR;

@@ -37,6 +37,10 @@ struct cublasContext {
 
 /* NULL or a stale handle: cuBLAS answers CUBLAS_STATUS_NOT_INITIALIZED. */
 int simblas_handle_ok(cublasHandle_t h);
+/* Prologue of a routine that does device work: CUBLAS_STATUS_NOT_INITIALIZED
+ * for a bad handle, CUBLAS_STATUS_EXECUTION_FAILED when its stream captures
+ * a graph (the capture is invalidated). */
+cublasStatus_t simblas_check_work(cublasHandle_t h);
 
 /* Bytes spanned by a column-major rows x cols matrix with leading dimension
  * ld; 0 when it has no element. */

@@ -14,11 +14,12 @@
 
 #include <cblas.h>
 
-/* Common prologue: a live handle and a stream the kernel can run on. */
-#define SIMBLAS_REQUIRE_HANDLE(h)                   \
-    do {                                            \
-        if (!simblas_handle_ok(h))                  \
-            return CUBLAS_STATUS_NOT_INITIALIZED;   \
+/* Common prologue: a live handle whose stream does not capture. */
+#define SIMBLAS_REQUIRE_HANDLE(h)                              \
+    do {                                                       \
+        cublasStatus_t work_st_ = simblas_check_work(h);       \
+        if (work_st_ != CUBLAS_STATUS_SUCCESS)                 \
+            return work_st_;                                   \
     } while (0)
 
 static void check_vector(const float *v, int n, int inc, int write, const char *what)

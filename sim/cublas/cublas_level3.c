@@ -99,8 +99,9 @@ cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, in
                               int incy)
 {
     const struct operand_names *names = &k_sgemv;
-    if (!simblas_handle_ok(handle))
-        return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasStatus_t work = simblas_check_work(handle);
+    if (work != CUBLAS_STATUS_SUCCESS)
+        return work;
     if (!op_ok(trans) || m < 0 || n < 0 || lda < max1(m) || incx == 0 || incy == 0 || !alpha || !beta)
         return CUBLAS_STATUS_INVALID_VALUE;
     if (m == 0 || n == 0)
@@ -209,8 +210,9 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, c
                               int n, int k, const float *alpha, const float *A, int lda, const float *B, int ldb,
                               const float *beta, float *C, int ldc)
 {
-    if (!simblas_handle_ok(handle))
-        return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasStatus_t work = simblas_check_work(handle);
+    if (work != CUBLAS_STATUS_SUCCESS)
+        return work;
     cublasStatus_t st = gemm_args_ok(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
@@ -224,8 +226,9 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_
                                          long long int strideB, const float *beta, float *C, int ldc,
                                          long long int strideC, int batchCount)
 {
-    if (!simblas_handle_ok(handle))
-        return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasStatus_t work = simblas_check_work(handle);
+    if (work != CUBLAS_STATUS_SUCCESS)
+        return work;
     cublasStatus_t st = gemm_args_ok(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc);
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
@@ -242,8 +245,9 @@ cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t transa, cubl
                            float *C, int ldc)
 {
     const struct operand_names *names = &k_sgeam;
-    if (!simblas_handle_ok(handle))
-        return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasStatus_t work = simblas_check_work(handle);
+    if (work != CUBLAS_STATUS_SUCCESS)
+        return work;
     if (!op_ok(transa) || !op_ok(transb) || m < 0 || n < 0 || !alpha || !beta)
         return CUBLAS_STATUS_INVALID_VALUE;
     int64_t rows_a = transa == CUBLAS_OP_N ? m : n, cols_a = transa == CUBLAS_OP_N ? n : m;

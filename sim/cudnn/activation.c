@@ -88,7 +88,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
 {
     const char *what = "cudnnActivationForward";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = check_mode(activationDesc, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = check_mode(activationDesc, what)) ||
         (st = simdnn_check_float_tensor(xDesc, what)) || (st = simdnn_check_float_tensor(yDesc, what)))
         return st;
     if (!alpha || !beta || !x || !y)
@@ -118,7 +118,7 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle, cudnnActivationDescr
 {
     const char *what = "cudnnActivationBackward";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = check_mode(activationDesc, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = check_mode(activationDesc, what)) ||
         (st = simdnn_check_float_tensor(yDesc, what)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
         (st = simdnn_check_float_tensor(xDesc, what)) || (st = simdnn_check_float_tensor(dxDesc, what)))
         return st;

@@ -53,7 +53,7 @@ static cudnnStatus_t bn_check(cudnnHandle_t h, cudnnBatchNormMode_t mode, const 
                               double epsilon, const char *what)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(h)) || (st = simdnn_check_float_tensor(x, what)) ||
+    if ((st = simdnn_check_work(h)) || (st = simdnn_check_float_tensor(x, what)) ||
         (st = simdnn_check_float_tensor(y, what)) || (st = simdnn_check_float_tensor(p, what)))
         return st;
     if ((int)mode < CUDNN_BATCHNORM_PER_ACTIVATION || mode > CUDNN_BATCHNORM_SPATIAL_PERSISTENT)

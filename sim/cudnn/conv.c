@@ -10,6 +10,7 @@
  * it touches, computes through the shared path in conv_compute.c and charges
  * the algorithm's modelled time to the handle's stream.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,18 +47,23 @@ cudnnStatus_t simdnn_conv_output_dims(const struct cudnnTensorStruct *x, const s
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM,
                            "%s: tensor (%d dims), filter (%d dims) and convolution (%d spatial) disagree", what,
                            x->nb_dims, w->nb_dims, conv->spatial);
-    if (x->dim[1] != w->dim[1] * conv->groups)
+    if (x->dim[1] != (int64_t)w->dim[1] * conv->groups)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: input has %d channels, filter %d x %d groups", what,
                            x->dim[1], w->dim[1], conv->groups);
-    out[0] = x->dim[0];
-    out[1] = w->dim[0];
+    /* The geometry in 64 bits: a dilated filter extent or a padded input can
+     * pass INT_MAX for descriptor values cuDNN accepts one by one. */
     for (int i = 0; i < conv->spatial; i++) {
-        int extent = (w->dim[i + 2] - 1) * conv->dilation[i] + 1;
-        int padded = x->dim[i + 2] + 2 * conv->pad[i];
+        int64_t extent = (int64_t)(w->dim[i + 2] - 1) * conv->dilation[i] + 1;
+        int64_t padded = (int64_t)x->dim[i + 2] + 2 * (int64_t)conv->pad[i];
         if (padded < extent)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: filter larger than the padded input", what);
-        out[i + 2] = 1 + (padded - extent) / conv->stride[i];
+        int64_t o = 1 + (padded - extent) / conv->stride[i];
+        if (o > INT_MAX)
+            return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: output dimension %d does not fit in an int", what, i + 2);
+        out[i + 2] = (int)o;
     }
+    out[0] = x->dim[0];
+    out[1] = w->dim[0];
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -255,7 +261,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !w || !y)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -286,7 +292,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
         (st = simdnn_check_float_tensor(zDesc, what)) || (st = simdnn_check_float_tensor(biasDesc, what)))
         return st;
     if (!alpha1 || !alpha2 || !x || !w || !z || !bias || !y)
@@ -341,7 +347,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)))
         return st;
     if (!alpha || !beta || !w || !dy || !dx)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -370,7 +376,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
     simdnn_conv g;
     simdnn_algo_info info;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !dy || !dw)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -393,7 +399,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alp
 {
     const char *what = "cudnnConvolutionBackwardBias";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
         (st = simdnn_check_float_tensor(dbDesc, what)))
         return st;
     if (!alpha || !beta || !dy || !db)
@@ -677,7 +683,7 @@ static cudnnStatus_t forward_search(cudnnHandle_t handle, const cudnnTensorDescr
     struct perf_row rows[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, wDesc, convDesc, yDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{x, simdnn_tensor_span(xDesc), 0}, {w, filter_bytes(wDesc), 0},
@@ -749,7 +755,7 @@ static cudnnStatus_t backward_data_search(cudnnHandle_t handle, const cudnnFilte
     struct perf_row rows[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(dxDesc, wDesc, convDesc, dyDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{w, filter_bytes(wDesc), 0}, {dy, simdnn_tensor_span(dyDesc), 0},
@@ -820,7 +826,7 @@ static cudnnStatus_t backward_filter_search(cudnnHandle_t handle, const cudnnTen
     struct perf_row rows[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUdeviceptr ops[3];
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_conv_geometry(xDesc, dwDesc, convDesc, dyDesc, &g, what)) ||
         (st = check_request(requested, returned, perf, what)))
         return st;
     struct run_range rr[3] = {{x, simdnn_tensor_span(xDesc), 0}, {dy, simdnn_tensor_span(dyDesc), 0},

@@ -49,9 +49,9 @@ static void im2col(const simdnn_conv *g, const float *x, int n, int gi, float *c
                 for (int v = 0; v < g->filt[2]; v++, row++) {
                     float *dst_row = col + row * P;
                     for (int od = 0; od < g->out[0]; od++) {
-                        int id = od * g->str[0] - g->pad[0] + t * g->dil[0];
+                        int64_t id = (int64_t)od * g->str[0] - g->pad[0] + (int64_t)t * g->dil[0];
                         for (int oh = 0; oh < g->out[1]; oh++) {
-                            int ih = oh * g->str[1] - g->pad[1] + u * g->dil[1];
+                            int64_t ih = (int64_t)oh * g->str[1] - g->pad[1] + (int64_t)u * g->dil[1];
                             float *dst = dst_row + ((int64_t)od * g->out[1] + oh) * g->out[2];
                             if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
                                 memset(dst, 0, (size_t)g->out[2] * sizeof *dst);
@@ -59,7 +59,7 @@ static void im2col(const simdnn_conv *g, const float *x, int n, int gi, float *c
                             }
                             const float *src = xc + id * g->xs[2] + ih * g->xs[3];
                             for (int ow = 0; ow < g->out[2]; ow++) {
-                                int iw = ow * g->str[2] - g->pad[2] + v * g->dil[2];
+                                int64_t iw = (int64_t)ow * g->str[2] - g->pad[2] + (int64_t)v * g->dil[2];
                                 dst[ow] = (iw >= 0 && iw < g->in[2]) ? src[iw * g->xs[4]] : 0.0f;
                             }
                         }
@@ -81,17 +81,17 @@ static void col2im_add(const simdnn_conv *g, const float *col, int gi, float *ac
                 for (int v = 0; v < g->filt[2]; v++, row++) {
                     const float *src_row = col + row * P;
                     for (int od = 0; od < g->out[0]; od++) {
-                        int id = od * g->str[0] - g->pad[0] + t * g->dil[0];
+                        int64_t id = (int64_t)od * g->str[0] - g->pad[0] + (int64_t)t * g->dil[0];
                         if (id < 0 || id >= g->in[0])
                             continue;
                         for (int oh = 0; oh < g->out[1]; oh++) {
-                            int ih = oh * g->str[1] - g->pad[1] + u * g->dil[1];
+                            int64_t ih = (int64_t)oh * g->str[1] - g->pad[1] + (int64_t)u * g->dil[1];
                             if (ih < 0 || ih >= g->in[1])
                                 continue;
                             const float *src = src_row + ((int64_t)od * g->out[1] + oh) * g->out[2];
                             float *dst = ac + ((int64_t)id * g->in[1] + ih) * g->in[2];
                             for (int ow = 0; ow < g->out[2]; ow++) {
-                                int iw = ow * g->str[2] - g->pad[2] + v * g->dil[2];
+                                int64_t iw = (int64_t)ow * g->str[2] - g->pad[2] + (int64_t)v * g->dil[2];
                                 if (iw >= 0 && iw < g->in[2])
                                     dst[iw] += src[ow];
                             }

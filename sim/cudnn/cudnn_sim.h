@@ -110,6 +110,9 @@ struct cudnnOpTensorStruct {
 cudnnStatus_t simdnn_fail(cudnnStatus_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 cudnnStatus_t simdnn_check_handle(cudnnHandle_t h);
+/* For calls that do device work: a valid handle whose stream is not
+ * capturing (a capture is invalidated and the call fails). */
+cudnnStatus_t simdnn_check_work(cudnnHandle_t h);
 /* A set tensor descriptor; FP32 only for calls that compute. */
 cudnnStatus_t simdnn_check_tensor(const struct cudnnTensorStruct *t, const char *what);
 cudnnStatus_t simdnn_check_float_tensor(const struct cudnnTensorStruct *t, const char *what);

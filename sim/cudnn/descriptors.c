@@ -5,6 +5,7 @@
  *
  * Descriptors are host objects; nothing here touches the device.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sim/cudnn/cudnn_sim.h"
@@ -61,10 +62,16 @@ cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc, cud
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetFilterNdDescriptor: format %d", (int)format);
     if (nbDims < 3 || nbDims > CUDNN_DIM_MAX)
         return simdnn_fail(CUDNN_STATUS_NOT_SUPPORTED, "cudnnSetFilterNdDescriptor: nbDims %d", nbDims);
-    for (int i = 0; i < nbDims; i++)
+    int64_t elems = 1;
+    for (int i = 0; i < nbDims; i++) {
         if (filterDimA[i] <= 0)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetFilterNdDescriptor: dimension %d is %d", i,
                                filterDimA[i]);
+        /* Checked as it goes: eight 31-bit dimensions overflow even 64 bits.
+         * A filter, like a tensor, is indexed with 32-bit integers. */
+        if (__builtin_mul_overflow(elems, (int64_t)filterDimA[i], &elems) || elems > INT_MAX)
+            return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetFilterNdDescriptor: more than 2^31 elements");
+    }
     filterDesc->dtype = dataType;
     filterDesc->format = format;
     filterDesc->nb_dims = nbDims;
@@ -428,14 +435,22 @@ cudnnStatus_t cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDescriptor_t p
     if (!outputTensorDimA || poolingDesc->spatial == 0 || nbDims != poolingDesc->spatial + 2 ||
         inputTensorDesc->nb_dims != nbDims)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetPoolingNdForwardOutputDim: dimension mismatch");
-    outputTensorDimA[0] = inputTensorDesc->dim[0];
-    outputTensorDimA[1] = inputTensorDesc->dim[1];
+    int out[CUDNN_DIM_MAX];
     for (int i = 0; i < poolingDesc->spatial; i++) {
-        int in = inputTensorDesc->dim[i + 2] + 2 * poolingDesc->pad[i];
+        /* In 64 bits: a padding near INT_MAX is a legal descriptor value. */
+        int64_t in = (int64_t)inputTensorDesc->dim[i + 2] + 2 * (int64_t)poolingDesc->pad[i];
         if (in < poolingDesc->window[i])
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnGetPoolingNdForwardOutputDim: window larger than input");
-        outputTensorDimA[i + 2] = 1 + (in - poolingDesc->window[i]) / poolingDesc->stride[i];
+        int64_t o = 1 + (in - poolingDesc->window[i]) / poolingDesc->stride[i];
+        if (o > INT_MAX)
+            return simdnn_fail(CUDNN_STATUS_BAD_PARAM,
+                               "cudnnGetPoolingNdForwardOutputDim: output dimension %d does not fit in an int", i + 2);
+        out[i + 2] = (int)o;
     }
+    outputTensorDimA[0] = inputTensorDesc->dim[0];
+    outputTensorDimA[1] = inputTensorDesc->dim[1];
+    for (int i = 2; i < nbDims; i++)
+        outputTensorDimA[i] = out[i];
     return CUDNN_STATUS_SUCCESS;
 }
 

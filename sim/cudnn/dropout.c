@@ -93,7 +93,8 @@ cudnnStatus_t cudnnDropoutGetReserveSpaceSize(cudnnTensorDescriptor_t xdesc, siz
 static cudnnStatus_t set_descriptor(cudnnDropoutDescriptor_t d, cudnnHandle_t handle, float dropout, void *states,
                                     size_t bytes, unsigned long long seed, int initialise, const char *what)
 {
-    cudnnStatus_t st = simdnn_check_handle(handle);
+    /* Initialising the states is device work; restoring is not. */
+    cudnnStatus_t st = initialise && states ? simdnn_check_work(handle) : simdnn_check_handle(handle);
     if (st)
         return st;
     if (!d || d->magic != SIMDNN_MAGIC_DROPOUT)
@@ -178,7 +179,7 @@ static cudnnStatus_t check_call(cudnnHandle_t handle, const struct cudnnDropoutS
                                 void *b, void *reserve, size_t reserve_bytes, const char *what)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(in, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(in, what)) ||
         (st = simdnn_check_float_tensor(out, what)))
         return st;
     if (!d || d->magic != SIMDNN_MAGIC_DROPOUT)

@@ -49,6 +49,21 @@ cudnnStatus_t simdnn_check_handle(cudnnHandle_t h)
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The simulated cuDNN does its work when a call is issued, so it cannot
+ * record it into a graph: a call on a capturing stream fails, invalidating
+ * the capture, as an unsupported operation does (docs/sim-cudnn.md). */
+cudnnStatus_t simdnn_check_work(cudnnHandle_t h)
+{
+    cudnnStatus_t st = simdnn_check_handle(h);
+    if (st)
+        return st;
+    if (simgpu_capture_refuse(simdnn_stream(h)) != CUDA_SUCCESS)
+        return simdnn_fail(CUDNN_STATUS_EXECUTION_FAILED_CUDART,
+                           "the handle's stream is capturing a graph; the simulated cuDNN cannot be captured "
+                           "(cudaErrorStreamCaptureUnsupported)");
+    return CUDNN_STATUS_SUCCESS;
+}
+
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 void simdnn_blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
@@ -91,7 +106,11 @@ CUresult simdnn_driver_alloc(CUdeviceptr *p, size_t bytes)
 CUresult simdnn_driver_free(CUdeviceptr p)
 {
     mem_free_fn fn = (mem_free_fn)simgpu_driver_proc("cuMemFree");
-    return fn ? fn(p) : CUDA_ERROR_NOT_FOUND;
+    if (!fn)
+        return CUDA_ERROR_NOT_FOUND;
+    /* A handle may be destroyed on a thread that never used the device. */
+    ensure_context();
+    return fn(p);
 }
 
 /* ---- cost model ----------------------------------------------------------- */

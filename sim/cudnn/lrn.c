@@ -14,7 +14,7 @@
 static cudnnStatus_t check_lrn(cudnnHandle_t h, const struct cudnnLRNStruct *d, cudnnLRNMode_t mode,
                                const char *what)
 {
-    cudnnStatus_t st = simdnn_check_handle(h);
+    cudnnStatus_t st = simdnn_check_work(h);
     if (st)
         return st;
     if (!d || d->magic != SIMDNN_MAGIC_LRN)

@@ -59,7 +59,7 @@ static cudnnStatus_t pool_geometry(const struct cudnnPoolingStruct *p, const str
  * [lo, hi) and its extent within the padded input. */
 struct window {
     int lo[3], hi[3];
-    int valid, with_pad;
+    int64_t valid, with_pad;        /* window sizes: products of three extents */
 };
 
 static void window_of(const struct pool_geom *g, const int o[3], struct window *w)
@@ -67,11 +67,14 @@ static void window_of(const struct pool_geom *g, const int o[3], struct window *
     w->valid = 1;
     w->with_pad = 1;
     for (int i = 0; i < 3; i++) {
-        int start = o[i] * g->str[i] - g->pad[i];
-        int end = start + g->win[i];
-        int pend = end < g->in[i] + g->pad[i] ? end : g->in[i] + g->pad[i];
-        w->lo[i] = start > 0 ? start : 0;
-        w->hi[i] = end < g->in[i] ? end : g->in[i];
+        /* 64 bits: position times stride and the padded extent can pass
+         * INT_MAX for descriptors cuDNN accepts. */
+        int64_t start = (int64_t)o[i] * g->str[i] - g->pad[i];
+        int64_t end = start + g->win[i];
+        int64_t padded_end = (int64_t)g->in[i] + g->pad[i];
+        int64_t pend = end < padded_end ? end : padded_end;
+        w->lo[i] = start > 0 ? (int)(start < g->in[i] ? start : g->in[i]) : 0;
+        w->hi[i] = end < g->in[i] ? (int)(end > 0 ? end : 0) : g->in[i];
         w->valid *= w->hi[i] > w->lo[i] ? w->hi[i] - w->lo[i] : 0;
         w->with_pad *= pend - start;
     }
@@ -105,7 +108,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
     const char *what = "cudnnPoolingForward";
     struct pool_geom g;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)))
+    if ((st = simdnn_check_work(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)))
         return st;
     if (!alpha || !beta || !x || !y)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", what);
@@ -133,7 +136,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                     for (int h = w.lo[1]; h < w.hi[1]; h++)
                                         for (int xx = w.lo[2]; xx < w.hi[2]; xx++)
                                             sum += xc[d * g.xs[2] + h * g.xs[3] + xx * g.xs[4]];
-                                int count = mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? w.with_pad : w.valid;
+                                int64_t count = mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? w.with_pad : w.valid;
                                 v = count > 0 ? (float)(sum / count) : 0.0f;
                             }
                             float *yo = yc + o[0] * g.ys[2] + o[1] * g.ys[3] + o[2] * g.ys[4];
@@ -157,7 +160,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
     const char *what = "cudnnPoolingBackward";
     struct pool_geom g, gd;
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = pool_geometry(poolingDesc, xDesc, yDesc, &g, what)) ||
         (st = pool_geometry(poolingDesc, dxDesc, dyDesc, &gd, what)))
         return st;
     if (!alpha || !beta || !y || !dy || !x || !dx)
@@ -193,7 +196,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
                                 if (best >= 0)
                                     acc[best] += gv;
                             } else {
-                                int count = mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? w.with_pad : w.valid;
+                                int64_t count = mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING ? w.with_pad : w.valid;
                                 if (count <= 0)
                                     continue;
                                 float share = gv / (float)count;

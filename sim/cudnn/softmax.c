@@ -48,7 +48,7 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
 {
     const char *what = "cudnnSoftmaxForward";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = check_softmax(algo, mode, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = check_softmax(algo, mode, what)) ||
         (st = simdnn_check_float_tensor(xDesc, what)) || (st = simdnn_check_float_tensor(yDesc, what)))
         return st;
     if (!alpha || !beta || !x || !y)
@@ -102,7 +102,7 @@ cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t
 {
     const char *what = "cudnnSoftmaxBackward";
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = check_softmax(algo, mode, what)) ||
+    if ((st = simdnn_check_work(handle)) || (st = check_softmax(algo, mode, what)) ||
         (st = simdnn_check_float_tensor(yDesc, what)) || (st = simdnn_check_float_tensor(dyDesc, what)) ||
         (st = simdnn_check_float_tensor(dxDesc, what)))
         return st;

@@ -152,6 +152,33 @@ int64_t simdnn_spatial_offsets(const struct cudnnTensorStruct *t, int64_t **out)
 
 static int valid_dtype(cudnnDataType_t t) { return simdnn_dtype_size(t) != 0; }
 
+/* The element count of dims[0..nb) when it is at most INT_MAX, else -1: the
+ * legacy descriptors hold 32-bit dimensions and strides, and cuDNN refuses a
+ * tensor of more than 2 Giga-elements. Checked as it goes, so that a product
+ * too large even for 64 bits is refused rather than wrapped. */
+static int64_t elems_up_to_int_max(int nb, const int *dim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nb; i++)
+        if (__builtin_mul_overflow(n, (int64_t)dim[i], &n) || n > INT_MAX)
+            return -1;
+    return n;
+}
+
+/* Bytes from the first element to one past the last of a strided view, or
+ * -1 when that does not fit in 64 bits (no address space holds it). */
+static int64_t span_bytes(int nb, const int *dim, const int *stride, size_t elem)
+{
+    int64_t last = 0, term, bytes;
+    for (int i = 0; i < nb; i++)
+        if (__builtin_mul_overflow((int64_t)dim[i] - 1, (int64_t)stride[i], &term) ||
+            __builtin_add_overflow(last, term, &last))
+            return -1;
+    if (__builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, (int64_t)elem, &bytes))
+        return -1;
+    return bytes;
+}
+
 static cudnnStatus_t set_nd(struct cudnnTensorStruct *t, cudnnDataType_t dt, int nb, const int *dim,
                             const int *stride, const char *what)
 {
@@ -162,16 +189,19 @@ static cudnnStatus_t set_nd(struct cudnnTensorStruct *t, cudnnDataType_t dt, int
     if (nb < 3 || nb > CUDNN_DIM_MAX)
         return simdnn_fail(CUDNN_STATUS_NOT_SUPPORTED, "%s: nbDims %d outside [3, %d]", what, nb,
                            CUDNN_DIM_MAX);
-    int64_t elems = 1;
     for (int i = 0; i < nb; i++) {
         if (dim[i] <= 0)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: dimension %d is %d", what, i, dim[i]);
         if (stride[i] <= 0)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: stride %d is %d", what, i, stride[i]);
-        elems *= dim[i];
     }
-    if (elems > INT_MAX)
+    if (elems_up_to_int_max(nb, dim) < 0)
         return simdnn_fail(CUDNN_STATUS_NOT_SUPPORTED, "%s: more than 2^31 elements", what);
+    /* Every size derived from the descriptor later (cudnnGetTensorSizeInBytes,
+     * the ranges an op checks) is this span or less, so it is the one to
+     * bound. */
+    if (span_bytes(nb, dim, stride, simdnn_dtype_size(dt)) < 0)
+        return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: strides span more than 2^63 bytes", what);
     t->dtype = dt;
     t->nb_dims = nb;
     for (int i = 0; i < CUDNN_DIM_MAX; i++) {
@@ -181,22 +211,23 @@ static cudnnStatus_t set_nd(struct cudnnTensorStruct *t, cudnnDataType_t dt, int
     return CUDNN_STATUS_SUCCESS;
 }
 
-/* Packed strides of dims in NCHW order or, for NHWC, channels innermost. */
+/* Packed strides of dims in NCHW order or, for NHWC, channels innermost.
+ * The caller has checked that the element count fits in an int, so every
+ * partial product does. */
 static void packed_strides(cudnnTensorFormat_t f, int nb, const int *dim, int *stride)
 {
+    int64_t s = 1;
     if (f == CUDNN_TENSOR_NHWC) {
-        int s = 1;
-        stride[1] = s;
+        stride[1] = (int)s;
         s *= dim[1];
         for (int i = nb - 1; i >= 2; i--) {
-            stride[i] = s;
+            stride[i] = (int)s;
             s *= dim[i];
         }
-        stride[0] = s;
+        stride[0] = (int)s;
     } else {
-        int s = 1;
         for (int i = nb - 1; i >= 0; i--) {
-            stride[i] = s;
+            stride[i] = (int)s;
             s *= dim[i];
         }
     }
@@ -234,6 +265,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc, cud
     for (int i = 0; i < 4; i++)
         if (dim[i] <= 0)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetTensor4dDescriptor: dimension %d", dim[i]);
+    if (elems_up_to_int_max(4, dim) < 0)
+        return simdnn_fail(CUDNN_STATUS_NOT_SUPPORTED, "cudnnSetTensor4dDescriptor: more than 2^31 elements");
     packed_strides(format, 4, dim, stride);
     return set_nd(tensorDesc, dataType, 4, dim, stride, "cudnnSetTensor4dDescriptor");
 }
@@ -284,6 +317,8 @@ cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc, c
     for (int i = 0; i < nbDims; i++)
         if (dimA[i] <= 0)
             return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnSetTensorNdDescriptorEx: dimension %d", dimA[i]);
+    if (elems_up_to_int_max(nbDims, dimA) < 0)
+        return simdnn_fail(CUDNN_STATUS_NOT_SUPPORTED, "cudnnSetTensorNdDescriptorEx: more than 2^31 elements");
     int stride[CUDNN_DIM_MAX];
     packed_strides(format, nbDims, dimA, stride);
     return set_nd(tensorDesc, dataType, nbDims, dimA, stride, "cudnnSetTensorNdDescriptorEx");

@@ -58,7 +58,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudn
                              const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(aDesc, "cudnnAddTensor")) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(aDesc, "cudnnAddTensor")) ||
         (st = simdnn_check_float_tensor(cDesc, "cudnnAddTensor")))
         return st;
     if (!alpha || !beta || !A || !C)
@@ -112,7 +112,7 @@ cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_
                             const void *beta, const cudnnTensorDescriptor_t cDesc, void *C)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)))
+    if ((st = simdnn_check_work(handle)))
         return st;
     if (!opTensorDesc || opTensorDesc->magic != SIMDNN_MAGIC_OPTENSOR)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "cudnnOpTensor: invalid op-tensor descriptor");
@@ -173,7 +173,7 @@ static cudnnStatus_t fill_or_scale(cudnnHandle_t handle, const cudnnTensorDescri
                                    const void *value, int scale, const char *name)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(yDesc, name)))
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(yDesc, name)))
         return st;
     if (!y || !value)
         return simdnn_fail(CUDNN_STATUS_BAD_PARAM, "%s: NULL pointer argument", name);
@@ -207,7 +207,7 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha, cons
                                    const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y)
 {
     cudnnStatus_t st;
-    if ((st = simdnn_check_handle(handle)) || (st = simdnn_check_float_tensor(xDesc, "cudnnTransformTensor")) ||
+    if ((st = simdnn_check_work(handle)) || (st = simdnn_check_float_tensor(xDesc, "cudnnTransformTensor")) ||
         (st = simdnn_check_float_tensor(yDesc, "cudnnTransformTensor")))
         return st;
     if (!alpha || !beta || !x || !y)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every runtime and driver function libsn intercepts or calls (shim/hooks.def)
+# must exist in the simulated libraries, or libsn's wrapper for it is never
+# exercised here: the runtime's under the real version node
+# (name@@libcudart.so.13) and under a name the real libcudart exports, the
+# driver's unversioned as in the real libcuda.so.1.
+. "$(dirname "$0")/lib.sh"
+hooks="$(dirname "$0")/../shim/hooks.def"
+real_cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
+grep -oE 'SN_(HOOK|HOOK_PLAIN|REAL_ONLY)\((CUDART|CUDA), [^,]+, [A-Za-z0-9_]+' "$hooks" |
+    sed -E 's/^SN_[A-Z_]+\(([A-Z]+), [^,]+, /\1 /' >"$tmp/hooks"
+nm -D --defined-only "$BUILD_DIR/sim/libcudart.so.13" | awk '$2 == "T" {print $3}' >"$tmp/cudart"
+nm -D --defined-only "$BUILD_DIR/sim/libcuda.so.1" | awk '$2 == "T" {print $3}' >"$tmp/cuda"
+nm -D --defined-only "$real_cudart" | awk '$2 == "T" {print $3}' >"$tmp/real_cudart"
+missing=""; unversioned=""; unreal=""
+while read -r lib name; do
+    if [ "$lib" = CUDART ]; then
+        grep -qx "$name@@libcudart.so.13" "$tmp/cudart" || missing="$missing $name"
+        grep -qx "$name@@libcudart.so.13" "$tmp/real_cudart" || unreal="$unreal $name"
+    else
+        grep -qx "$name" "$tmp/cuda" || missing="$missing $name"
+    fi
+done <"$tmp/hooks"
+check "shim/hooks.def names runtime and driver functions ($(wc -l <"$tmp/hooks") of them)" \
+    "[ \$(wc -l <\"$tmp/hooks\") -gt 50 ]"
+check "every one is exported by the simulated libraries${missing:+ (missing:$missing)}" "[ -z \"$missing\" ]"
+check "the runtime's are names of the real libcudart.so.13${unreal:+ (not:$unreal)}" "[ -z \"$unreal\" ]"
+# The version node applies to every runtime export, the new ones included.
+grep -v '@@libcudart.so.13$' "$tmp/cudart" | grep -E '^(cuda|__cuda)' >"$tmp/unversioned" || true
+check "no runtime function is exported without the version node" "[ ! -s \"$tmp/unversioned\" ]"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# test_sn_sim_apis.sh — libsn's wrappers of the runtime entry points beyond
+# cudaMalloc/cudaMemcpy (pitched and managed allocation, 2-D sets,
+# stream-ordered allocation, peer copies, events recorded with flags, graph
+# launch, and their _ptds/_ptsz twins), exercised on the simulator. Runs
+# test_sn_sim_apis on two simulated devices without libsn and under
+# LD_PRELOAD in every SN_MODE: each run must pass its own checks and print
+# the same probe lines (return codes and last-error states) as the run
+# without libsn. Prints TAP-like "ok"/"not ok" lines.
+set -u
+. "$(dirname "$0")/lib.sh"
+bin="$BUILD_DIR/tests/test_sn_sim_apis"
+export SIMGPU_DEVICES=2
+
+"$bin" >"$tmp/plain.out" 2>"$tmp/plain.err"
+rc=$?
+grep '^probe' "$tmp/plain.out" >"$tmp/plain.probes"
+check "without libsn: the program passes (exit $rc)" "[ $rc -eq 0 ] && [ -s \"$tmp/plain.probes\" ]"
+check "without libsn: the peer copies cross two devices" "grep -q '^probe peer between devices 0 and 1' \"$tmp/plain.probes\""
+
+for mode in off trace manage; do
+    SN_MODE=$mode SN_REPORT=off LD_PRELOAD="$SN_PRELOAD" "$bin" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+    rc=$?
+    grep '^probe' "$tmp/$mode.out" >"$tmp/$mode.probes"
+    if ! check "SN_MODE=$mode: the program passes under libsn (exit $rc)" "[ $rc -eq 0 ]"; then
+        sed 's/^/# /' "$tmp/$mode.out" | grep -v '^# probe' | tail -20
+        sed 's/^/# /' "$tmp/$mode.err" | tail -10
+    fi
+    if ! check "SN_MODE=$mode: same return codes and last errors as without libsn" \
+        "diff -u \"$tmp/plain.probes\" \"$tmp/$mode.probes\" >\"$tmp/$mode.diff\""; then
+        sed 's/^/# /' "$tmp/$mode.diff"
+    fi
+    if ! check "SN_MODE=$mode: libsn silent" "! grep -q '^libsn: ' \"$tmp/$mode.err\""; then
+        sed 's/^/# /' "$tmp/$mode.err" | head -20
+    fi
+done
