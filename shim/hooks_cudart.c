@@ -270,38 +270,38 @@ static void sn_describe_set2d(sn_call *c, void *p, size_t pitch, int value, size
     c->params = sn_hash_mix(sn_hash_mix(c->params, (uint64_t)value), pitch);
 }
 
-#define SN_MEMSET(name, params, args, stream_expr, sync, p, pitch, value, width, height)       \
+#define SN_MEMSET(name, params, args, stream_expr, p, pitch, value, width, height)       \
     SN_EXPORT cudaError_t name params                                                          \
     {                                                                                          \
         SN_PROLOGUE(CUDART, name, args)                                                        \
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
-        if (sync)                                                                              \
-            c.flags |= SN_CALL_HOST_SYNC;                                                      \
         sn_describe_set2d(&c, p, pitch, value, width, height);                                 \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, args);                                   \
     }
 
-SN_MEMSET(cudaMemset, (void *devPtr, int value, size_t count), (devPtr, value, count), NULL, 1,
+/* cudaMemset and cudaMemset2D are asynchronous to the host (CUDA's API
+ * synchronisation rules), unlike cudaMemcpy: no variant is a host sync. */
+SN_MEMSET(cudaMemset, (void *devPtr, int value, size_t count), (devPtr, value, count), NULL,
           devPtr, count, value, count, 1)
 SN_MEMSET(cudaMemset_ptds, (void *devPtr, int value, size_t count), (devPtr, value, count),
-          cudaStreamPerThread, 1, devPtr, count, value, count, 1)
+          cudaStreamPerThread, devPtr, count, value, count, 1)
 SN_MEMSET(cudaMemsetAsync, (void *devPtr, int value, size_t count, cudaStream_t stream),
-          (devPtr, value, count, stream), stream, 0, devPtr, count, value, count, 1)
+          (devPtr, value, count, stream), stream, devPtr, count, value, count, 1)
 SN_MEMSET(cudaMemsetAsync_ptsz, (void *devPtr, int value, size_t count, cudaStream_t stream),
-          (devPtr, value, count, stream), stream, 0, devPtr, count, value, count, 1)
+          (devPtr, value, count, stream), stream, devPtr, count, value, count, 1)
 SN_MEMSET(cudaMemset2D, (void *devPtr, size_t pitch, int value, size_t width, size_t height),
-          (devPtr, pitch, value, width, height), NULL, 1, devPtr, pitch, value, width, height)
+          (devPtr, pitch, value, width, height), NULL, devPtr, pitch, value, width, height)
 SN_MEMSET(cudaMemset2D_ptds, (void *devPtr, size_t pitch, int value, size_t width, size_t height),
-          (devPtr, pitch, value, width, height), cudaStreamPerThread, 1, devPtr, pitch, value,
+          (devPtr, pitch, value, width, height), cudaStreamPerThread, devPtr, pitch, value,
           width, height)
 SN_MEMSET(cudaMemset2DAsync,
           (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream),
-          (devPtr, pitch, value, width, height, stream), stream, 0, devPtr, pitch, value, width,
+          (devPtr, pitch, value, width, height, stream), stream, devPtr, pitch, value, width,
           height)
 SN_MEMSET(cudaMemset2DAsync_ptsz,
           (void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream),
-          (devPtr, pitch, value, width, height, stream), stream, 0, devPtr, pitch, value, width,
+          (devPtr, pitch, value, width, height, stream), stream, devPtr, pitch, value, width,
           height)
 
 /* ---- synchronisation, streams, events, devices ------------------------------ */

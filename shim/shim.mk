@@ -82,3 +82,9 @@ $(BUILD)/tests/sn_missing: $(BUILD)/tests/sn_missing.o $(SIM_LIBS)
 
 ALL_TARGETS += $(BUILD)/tests/sn_missing
 TEST_SCRIPTS += tests/test_sn_faults.sh
+
+# First stream work captured into a CUDA graph.
+$(BUILD)/tests/sn_capture: $(BUILD)/tests/sn_capture.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/tests/sn_capture

@@ -54,7 +54,8 @@ typedef struct sn_device {
      * SN_PROFILE_ITERS + 1 times */
     uint64_t *step_sig;
     size_t nsig, cap_sig, next_check;
-    int profiled;
+    int profiled;             /* written under the lock, read atomically outside it */
+    cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
 static sn_device sn_devs[SN_MAX_DEVICES];
@@ -185,6 +186,23 @@ static void sn_event_put(sn_device *d, cudaEvent_t e)
         d->cap_spare = cap;
     }
     d->spare[d->nspare++] = e;
+}
+
+/* libsn's own non-blocking stream on the device, created on first use. */
+static int sn_own_stream(sn_device *d)
+{
+    if (d->own_stream)
+        return 1;
+    sn_real_cudaStreamCreateWithFlags_fn create = SN_REAL(cudaStreamCreateWithFlags);
+    cudaStream_t s = NULL;
+    if (!create)
+        return 0;
+    cudaError_t rc = create(&s, cudaStreamNonBlocking);
+    sn_quiet(rc);
+    if (rc != cudaSuccess)
+        return 0;
+    d->own_stream = s;
+    return 1;
 }
 
 static int sn_record(cudaEvent_t e, void *stream)
@@ -558,7 +576,7 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
         return;
     if (!sn_trace_has_backward(tr, per.end - per.period, per.end))
         return;
-    d->profiled = 1;
+    __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
     sn_info("device %d: iteration of %zu steps seen %zu times; profile complete", tr->dev, per.period,
             (per.end - per.start) / per.period);
     if (sn_model_follow(tr) != 0)
@@ -568,12 +586,40 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
     d->nsig = d->cap_sig = 0;
 }
 
+/* Whether work issued to stream now is captured into a graph rather than
+ * run (CUDA graphs' stream capture). Such a call executes later, inside
+ * cudaGraphLaunch; libsn must not record events into it (they would
+ * become nodes of the program's graph) nor log it as a step that ran.
+ * Unknown counts as captured: the runtime cannot answer while the program
+ * has an error pending (asking would overwrite the error it has not
+ * collected yet), or answers with an error when an implicit capture rule
+ * applies. */
+static int sn_stream_capturing(void *stream)
+{
+    sn_real_cudaStreamIsCapturing_fn query = SN_REAL(cudaStreamIsCapturing);
+    sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
+    if (!query)
+        return 0;
+    if (!peek || peek() != cudaSuccess)
+        return 1;
+    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t rc = query((cudaStream_t)stream, &status);
+    sn_quiet(rc);
+    return rc != cudaSuccess || status != cudaStreamCaptureStatusNone;
+}
+
 void sn_core_call_begin(sn_call *c, sn_step_token *t)
 {
     t->dev = c->dev;
     t->index = -1;
     t->timed = 0;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
+        return;
+    /* While profiling, a step is timed with events on its stream; a call
+     * being captured into a graph is neither timed nor logged. After the
+     * profile nothing is recorded on the program's streams, and the
+     * question is not worth its cost. */
+    if (!__atomic_load_n(&sn_devs[c->dev].profiled, __ATOMIC_ACQUIRE) && sn_stream_capturing(c->stream))
         return;
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
     int nacc = 0;
@@ -599,11 +645,13 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
         pthread_mutex_unlock(&sn_lock);
         return;
     }
-    /* Time zero of the device: an event on the legacy stream before its
-     * first timed step. */
+    /* Time zero of the device: an event recorded before its first timed
+     * step, on a non-blocking stream of libsn's own: on the legacy stream
+     * it would synchronise with (and so invalidate) a capture the program
+     * has under way on a blocking stream. */
     if (d->origin_state == 0) {
         d->origin = sn_event_get(d);
-        d->origin_state = d->origin && sn_record(d->origin, NULL) == 0 ? 1 : -1;
+        d->origin_state = d->origin && sn_own_stream(d) && sn_record(d->origin, d->own_stream) == 0 ? 1 : -1;
         if (d->origin_state < 0) {
             sn_info("device %d: step timing unavailable (cannot record events)", c->dev);
             pthread_mutex_unlock(&sn_lock);
@@ -705,6 +753,7 @@ void sn_core_device_reset(int dev)
     d->npending = 0;
     d->nspare = 0;
     d->origin_state = 0;
+    d->own_stream = NULL;
     sn_alloc *drop[64];
     for (;;) {
         size_t n = 0;

@@ -12,7 +12,9 @@
 #    driver-only program and one that fails before its first operation:
 #    seen, or the report says what was not seen;
 #  - a function the loaded library lacks: the program stops as it would
-#    without libsn.
+#    without libsn;
+#  - a program whose first stream work is captured into a CUDA graph: the
+#    same graph and results with libsn.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -127,3 +129,15 @@ for mode in off trace manage; do
 done
 check "missing function: libsn says which function and why the program stops" \
     "grep -q 'libsn: error: cublasSgemmBatched: no loaded CUDA library provides' '$tmp/miss.err'"
+
+# ---- a program whose first stream work is captured into a graph ------------------------
+cap="$BUILD_DIR/tests/sn_capture"
+"$cap" >"$tmp/cap-plain.out" 2>&1; rc_plain=$?
+check "graph capture without libsn: the program works (rc $rc_plain)" \
+    "[ $rc_plain -eq 0 ] && grep -q 'graph nodes: 2' '$tmp/cap-plain.out'"
+for mode in off trace manage; do
+    SN_MODE=$mode LD_PRELOAD="$SN_PRELOAD" "$cap" >"$tmp/cap.out" 2>"$tmp/cap.err"; rc=$?
+    check "graph capture ($mode): same graph and results as without libsn (rc $rc)" \
+        "[ $rc -eq 0 ] && cmp -s '$tmp/cap-plain.out' '$tmp/cap.out'" ||
+        diff "$tmp/cap-plain.out" "$tmp/cap.out" | head -6 | sed 's/^/# /'
+done
