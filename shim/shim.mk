@@ -5,7 +5,7 @@
 TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_model.c \
               tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
 LIBSN_SRC := shim/sn_log.c shim/sn_options.c shim/sn_resolve.c shim/sn_init.c \
-             shim/sn_registry.c shim/sn_extent.c shim/sn_access.c shim/sn_describe.c shim/sn_core.c \
+             shim/sn_lock.c shim/sn_registry.c shim/sn_extent.c shim/sn_access.c shim/sn_describe.c shim/sn_core.c \
              shim/hooks_plain.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
              shim/hooks_cublas.c \
              $(TRACER_SRC)
@@ -88,3 +88,8 @@ $(BUILD)/tests/sn_capture: $(BUILD)/tests/sn_capture.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)
 
 ALL_TARGETS += $(BUILD)/tests/sn_capture
+
+$(BUILD)/tests/test_sn_lock: $(BUILD)/tests/test_sn_lock.o $(BUILD)/shim/sn_lock.o $(BUILD)/shim/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+
+TEST_BINS += $(BUILD)/tests/test_sn_lock

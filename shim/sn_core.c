@@ -3,9 +3,12 @@
  * the per-device call logs, call sites, kernel argument scans and step
  * timing with events on the call's own stream.
  *
- * One lock serialises the registry and the logs. CUDA calls libsn makes for
- * itself (events, parameter layouts) go to the real functions, outside the
- * lock, with the thread's guard held so nothing of it is traced. A failure
+ * Locks (sn_lock.h): one for the registry, one per device (its call log,
+ * pending timings, spare events) and one for the handle tables (streams,
+ * events, kernel layouts), taken in that order. CUDA calls libsn makes for
+ * itself (events, its own stream, parameter layouts, capture queries) go to
+ * the real functions with no libsn lock held, and with the thread's guard
+ * held so nothing of it is traced. A failure
  * of one of those calls is cleared from the runtime's last-error state so
  * the framework never sees an error it did not cause.
  */
@@ -22,13 +25,15 @@
 
 #include "shim/sn_access.h"
 #include "shim/sn_hooks.h"
+#include "shim/sn_lock.h"
 #include "shim/sn_log.h"
 #include "shim/sn_options.h"
 #include "tracer/sn_output.h"
 #include "tracer/sn_period.h"
 #include "tracer/sn_trace.h"
 
-static pthread_mutex_t sn_lock = PTHREAD_MUTEX_INITIALIZER;
+static sn_lock sn_reg_lock = SN_LOCK_INITIALIZER(SN_RANK_REGISTRY);
+static sn_lock sn_handles_lock = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
 static sn_registry sn_reg;
 static int sn_core_ready;
 
@@ -43,9 +48,10 @@ typedef struct sn_pending {
 #define SN_MAX_PENDING 65536
 
 typedef struct sn_device {
+    sn_lock lock;
     sn_trace *trace;
     cudaEvent_t origin;       /* first event recorded on the device: time zero */
-    int origin_state;         /* 0 none, 1 recorded, -1 timing unavailable */
+    int origin_state;         /* 0 none, 1 recorded, 2 being recorded, -1 timing unavailable */
     sn_pending *pending;
     size_t npending, cap_pending;
     cudaEvent_t *spare;       /* events ready for reuse */
@@ -58,7 +64,13 @@ typedef struct sn_device {
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
-static sn_device sn_devs[SN_MAX_DEVICES];
+#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i))}
+_Static_assert(SN_MAX_DEVICES == 16 && SN_RANK_DEVICE0 + SN_MAX_DEVICES <= SN_RANK_HANDLES,
+               "one initialiser and one lock rank per device");
+static sn_device sn_devs[SN_MAX_DEVICES] = {
+    SN_DEV(0), SN_DEV(1), SN_DEV(2),  SN_DEV(3),  SN_DEV(4),  SN_DEV(5),  SN_DEV(6),  SN_DEV(7),
+    SN_DEV(8), SN_DEV(9), SN_DEV(10), SN_DEV(11), SN_DEV(12), SN_DEV(13), SN_DEV(14), SN_DEV(15),
+};
 
 static sn_trace *sn_trace_create_locked(int dev)
 {
@@ -96,7 +108,7 @@ static sn_event_info *sn_events;
 
 void sn_core_note_stream(void *stream, int flag)
 {
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_handles_lock);
     sn_stream_info *s;
     HASH_FIND_PTR(sn_streams, &stream, s);
     if (flag < 0) {
@@ -109,12 +121,12 @@ void sn_core_note_stream(void *stream, int flag)
         s->nonblocking = flag;
         HASH_ADD_PTR(sn_streams, stream, s);
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_handles_lock);
 }
 
 void sn_core_note_event(void *event, void *stream)
 {
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_handles_lock);
     sn_event_info *e;
     HASH_FIND_PTR(sn_events, &event, e);
     if (!e && (e = calloc(1, sizeof *e))) {
@@ -123,7 +135,7 @@ void sn_core_note_event(void *event, void *stream)
     }
     if (e)
         e->stream = stream;
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_handles_lock);
 }
 
 static int sn_is_legacy(void *stream)
@@ -155,25 +167,18 @@ static void sn_quiet(cudaError_t rc)
 {
     if (rc != cudaSuccess) {
         sn_real_cudaGetLastError_fn get = SN_REAL(cudaGetLastError);
+        sn_witness_cuda("cudaGetLastError");
         if (get)
             get();
     }
 }
 
-static cudaEvent_t sn_event_get(sn_device *d)
+static cudaEvent_t sn_event_take_locked(sn_device *d)
 {
-    if (d->nspare)
-        return d->spare[--d->nspare];
-    sn_real_cudaEventCreateWithFlags_fn create = SN_REAL(cudaEventCreateWithFlags);
-    cudaEvent_t e = NULL;
-    if (!create)
-        return NULL;
-    cudaError_t rc = create(&e, cudaEventDefault);
-    sn_quiet(rc);
-    return rc == cudaSuccess ? e : NULL;
+    return d->nspare ? d->spare[--d->nspare] : NULL;
 }
 
-static void sn_event_put(sn_device *d, cudaEvent_t e)
+static void sn_event_put_locked(sn_device *d, cudaEvent_t e)
 {
     if (!e)
         return;
@@ -188,21 +193,35 @@ static void sn_event_put(sn_device *d, cudaEvent_t e)
     d->spare[d->nspare++] = e;
 }
 
-/* libsn's own non-blocking stream on the device, created on first use. */
-static int sn_own_stream(sn_device *d)
+/* A spare event of the device, or a new one. */
+static cudaEvent_t sn_event_get(sn_device *d)
 {
-    if (d->own_stream)
-        return 1;
+    sn_lock_take(&d->lock);
+    cudaEvent_t e = sn_event_take_locked(d);
+    sn_lock_give(&d->lock);
+    if (e)
+        return e;
+    sn_real_cudaEventCreateWithFlags_fn create = SN_REAL(cudaEventCreateWithFlags);
+    if (!create)
+        return NULL;
+    sn_witness_cuda("cudaEventCreateWithFlags");
+    cudaError_t rc = create(&e, cudaEventDefault);
+    sn_quiet(rc);
+    return rc == cudaSuccess ? e : NULL;
+}
+
+/* A non-blocking stream of libsn's own (no lock held; the caller is the one
+ * thread setting up the device's time zero). */
+static cudaStream_t sn_own_stream_create(void)
+{
     sn_real_cudaStreamCreateWithFlags_fn create = SN_REAL(cudaStreamCreateWithFlags);
     cudaStream_t s = NULL;
     if (!create)
-        return 0;
+        return NULL;
+    sn_witness_cuda("cudaStreamCreateWithFlags");
     cudaError_t rc = create(&s, cudaStreamNonBlocking);
     sn_quiet(rc);
-    if (rc != cudaSuccess)
-        return 0;
-    d->own_stream = s;
-    return 1;
+    return rc == cudaSuccess ? s : NULL;
 }
 
 static int sn_record(cudaEvent_t e, void *stream)
@@ -210,6 +229,7 @@ static int sn_record(cudaEvent_t e, void *stream)
     sn_real_cudaEventRecord_fn rec = SN_REAL(cudaEventRecord);
     if (!rec || !e)
         return -1;
+    sn_witness_cuda("cudaEventRecord");
     cudaError_t rc = rec(e, (cudaStream_t)stream);
     sn_quiet(rc);
     return rc == cudaSuccess ? 0 : -1;
@@ -220,6 +240,7 @@ static int sn_elapsed(cudaEvent_t a, cudaEvent_t b, float *ms)
     sn_real_cudaEventElapsedTime_fn el = SN_REAL(cudaEventElapsedTime);
     if (!el)
         return -1;
+    sn_witness_cuda("cudaEventElapsedTime");
     cudaError_t rc = el(ms, a, b);
     sn_quiet(rc);
     return rc == cudaSuccess ? 0 : -1;
@@ -234,13 +255,11 @@ static void sn_finish_at_exit(void)
 
 /* Registered after the runtime has done real work, so that it runs before
  * the runtime's own exit handlers tear the device down. */
-static void sn_register_exit_locked(void)
+static void sn_register_exit(void)
 {
     static int registered;
-    if (!registered) {
-        registered = 1;
+    if (!__atomic_load_n(&registered, __ATOMIC_ACQUIRE) && !__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
         atexit(sn_finish_at_exit);
-    }
 }
 
 /* ---- call sites ----------------------------------------------------------------- */
@@ -309,7 +328,7 @@ static uint64_t sn_call_site(void)
 
 void sn_core_init(void)
 {
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     if (!sn_core_ready) {
         sn_reg_init(&sn_reg);
         dl_iterate_phdr(sn_find_own_range, (void *)(uintptr_t)sn_core_init);
@@ -325,16 +344,23 @@ void sn_core_init(void)
         if (sn_opt.mode == SN_MODE_MANAGE)
             sn_info("SN_MODE=manage: memory management is not part of this build; observing only");
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 /* ---- allocations ----------------------------------------------------------------- */
 
+/* The tracer forgets an allocation that is gone (registry lock held; takes
+ * the device's). */
 static void sn_on_stale(sn_alloc *a, void *ctx)
 {
     (void)ctx;
-    if (a->user && a->dev >= 0 && a->dev < SN_MAX_DEVICES && sn_devs[a->dev].trace)
-        sn_trace_release(sn_devs[a->dev].trace, (uint32_t)((uintptr_t)a->user - 1));
+    if (!a->user || a->dev < 0 || a->dev >= SN_MAX_DEVICES)
+        return;
+    sn_device *d = &sn_devs[a->dev];
+    sn_lock_take(&d->lock);
+    if (d->trace)
+        sn_trace_release(d->trace, (uint32_t)((uintptr_t)a->user - 1));
+    sn_lock_give(&d->lock);
 }
 
 void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
@@ -344,18 +370,21 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
     uint64_t site = 0;
     if (kind != SN_KIND_HOST && (owner == SN_OWNER_FRAMEWORK || owner == SN_OWNER_DRIVER))
         site = sn_call_site();
-    pthread_mutex_lock(&sn_lock);
-    sn_register_exit_locked();
+    sn_register_exit();
+    sn_lock_take(&sn_reg_lock);
     sn_alloc *a = sn_reg_add_locked(&sn_reg, (uintptr_t)p, size, kind, owner, dev, sn_on_stale, NULL);
-    if (a && kind != SN_KIND_HOST) {
+    if (a && kind != SN_KIND_HOST && dev >= 0 && dev < SN_MAX_DEVICES) {
+        sn_device *d = &sn_devs[dev];
+        sn_lock_take(&d->lock);
         sn_trace *t = sn_trace_of_locked(dev);
         if (t) {
             uint32_t id = sn_trace_alloc(t, (uintptr_t)p, size, kind, owner, site);
             if (id != UINT32_MAX)
                 a->user = (void *)(uintptr_t)(id + 1);
         }
+        sn_lock_give(&d->lock);
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 /* The record leaves the registry before the real free: once the real free
@@ -365,11 +394,11 @@ sn_alloc *sn_core_free_begin(void *p, int kinds)
 {
     if (!p || !sn_core_ready)
         return NULL;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     sn_alloc *a = sn_reg_exact_locked(&sn_reg, (uintptr_t)p, kinds);
     if (a)
         sn_reg_remove_locked(&sn_reg, a);
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
     return a;
 }
 
@@ -377,7 +406,7 @@ void sn_core_free_end(sn_alloc *a, int ok)
 {
     if (!a)
         return;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     if (ok) {
         sn_on_stale(a, NULL);
         sn_reg_recycle_locked(&sn_reg, a);
@@ -392,17 +421,17 @@ void sn_core_free_end(sn_alloc *a, int ok)
             sn_on_stale(a, NULL);
         sn_reg_recycle_locked(&sn_reg, a);
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 int sn_core_pointer_kind(const void *p)
 {
     if (!p || !sn_core_ready)
         return 0;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     sn_alloc *a = sn_reg_find_locked(&sn_reg, (uintptr_t)p);
     int kind = a ? a->kind : 0;
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
     return kind;
 }
 
@@ -410,18 +439,18 @@ void sn_core_note_physical(uint64_t handle, uint64_t size, int owner, int dev)
 {
     if (!sn_core_ready)
         return;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     sn_reg_phys_add_locked(&sn_reg, handle, size, owner, dev);
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 void sn_core_note_physical_release(uint64_t handle)
 {
     if (!sn_core_ready)
         return;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     sn_reg_phys_remove_locked(&sn_reg, handle);
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 /* Reservations hold no memory; libsn only needs to know they exist when it
@@ -457,6 +486,7 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
 {
     sn_real_cudaFuncGetParamInfo_fn info = SN_REAL(cudaFuncGetParamInfo);
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
+    sn_witness_cuda("cudaFuncGetParamInfo");
     if (!peek || peek() != cudaSuccess)
         return NULL;
     sn_kernel_layout *k = calloc(1, sizeof *k);
@@ -472,9 +502,12 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
         cudaError_t rc = info(func, (size_t)n, &off, &size);
         if (rc != cudaSuccess) {
             sn_quiet(rc);
-            /* Index 0 failing with "invalid value" means no parameters;
-             * anything else means the runtime does not know the layout. */
-            if (n > 0 || rc == cudaErrorInvalidValue)
+            /* Past the last parameter the probe fails. At index 0 that
+             * failure cannot tell a kernel without parameters from one
+             * whose layout the runtime does not know (a kernel of a fat
+             * binary it has no metadata for), so the layout stays unknown
+             * and the launch is opaque: described as more, never less. */
+            if (n > 0)
                 k->nparams = n;
             break;
         }
@@ -488,19 +521,19 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
 
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
 {
-    /* Layouts are never removed: the lock taken for the lookup is kept for
-     * the scan. */
-    pthread_mutex_lock(&sn_lock);
+    /* Layouts are never removed or changed once published: the pointer
+     * found under the handle lock stays valid without it. */
+    sn_lock_take(&sn_handles_lock);
     sn_kernel_layout *k;
     HASH_FIND_PTR(sn_layouts, &func, k);
+    sn_lock_give(&sn_handles_lock);
     if (!k) {
-        pthread_mutex_unlock(&sn_lock);
         k = sn_kernel_probe(func);
         if (!k) {
             c->flags |= SN_CALL_OPAQUE;
             return;
         }
-        pthread_mutex_lock(&sn_lock);
+        sn_lock_take(&sn_handles_lock);
         sn_kernel_layout *other;
         HASH_FIND_PTR(sn_layouts, &func, other);
         if (other) {
@@ -509,14 +542,15 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         } else {
             HASH_ADD_PTR(sn_layouts, func, k);
         }
+        sn_lock_give(&sn_handles_lock);
     }
     if (k->nparams < 0 || (!args && k->nparams > 0)) {
-        pthread_mutex_unlock(&sn_lock);
         c->flags |= SN_CALL_OPAQUE;
         return;
     }
     /* Every aligned pointer-sized word of every argument that points into a
      * known device allocation: that whole allocation, read and written. */
+    sn_lock_take(&sn_reg_lock);
     for (int i = 0; i < k->nparams; i++) {
         const unsigned char *arg = args[i];
         if (!arg)
@@ -535,7 +569,7 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
             }
         }
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 /* ---- calls -------------------------------------------------------------------------- */
@@ -600,6 +634,7 @@ static int sn_stream_capturing(void *stream)
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
     if (!query)
         return 0;
+    sn_witness_cuda("cudaStreamIsCapturing");
     if (!peek || peek() != cudaSuccess)
         return 1;
     enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -621,54 +656,66 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
      * question is not worth its cost. */
     if (!__atomic_load_n(&sn_devs[c->dev].profiled, __ATOMIC_ACQUIRE) && sn_stream_capturing(c->stream))
         return;
+    sn_register_exit();
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
-    int nacc = 0;
-    pthread_mutex_lock(&sn_lock);
-    sn_register_exit_locked();
+    sn_device *d = &sn_devs[c->dev];
+    /* hand over hand: the accesses resolved under the registry's lock are
+     * logged under the device's before an allocation can go away */
+    sn_lock_take(&sn_reg_lock);
+    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]));
+    sn_lock_take(&d->lock);
+    sn_lock_give(&sn_reg_lock);
     sn_trace *tr = sn_trace_of_locked(c->dev);
     if (!tr) {
-        pthread_mutex_unlock(&sn_lock);
+        sn_lock_give(&d->lock);
         return;
     }
-    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]));
-    nacc = res.nacc;
     tr->unknown_ranges += res.unknown;
     unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
     if (res.incomplete)
         flags |= SN_TC_OPAQUE;
     /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
-    t->index = sn_trace_call_add(tr, c, flags, acc, nacc);
-    sn_device *d = &sn_devs[c->dev];
+    t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
     if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
         sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
-    if (t->index < 0 || d->origin_state < 0 || d->profiled || d->npending >= SN_MAX_PENDING) {
-        pthread_mutex_unlock(&sn_lock);
+    if (t->index < 0 || d->origin_state == -1 || d->origin_state == 2 || d->profiled ||
+        d->npending >= SN_MAX_PENDING) {
+        sn_lock_give(&d->lock);
         return;
     }
     /* Time zero of the device: an event recorded before its first timed
      * step, on a non-blocking stream of libsn's own: on the legacy stream
      * it would synchronise with (and so invalidate) a capture the program
-     * has under way on a blocking stream. */
-    if (d->origin_state == 0) {
-        d->origin = sn_event_get(d);
-        d->origin_state = d->origin && sn_own_stream(d) && sn_record(d->origin, d->own_stream) == 0 ? 1 : -1;
-        if (d->origin_state < 0) {
+     * has under way on a blocking stream. One thread sets it up (state 2),
+     * outside the lock; steps meanwhile go untimed. */
+    int setup_origin = d->origin_state == 0;
+    if (setup_origin)
+        d->origin_state = 2;
+    sn_lock_give(&d->lock);
+    if (setup_origin) {
+        cudaStream_t own = sn_own_stream_create();
+        cudaEvent_t origin = own ? sn_event_get(d) : NULL;
+        int ok = origin && sn_record(origin, own) == 0;
+        sn_lock_take(&d->lock);
+        d->own_stream = own;
+        d->origin = origin;
+        d->origin_state = ok ? 1 : -1;
+        sn_lock_give(&d->lock);
+        if (!ok) {
             sn_info("device %d: step timing unavailable (cannot record events)", c->dev);
-            pthread_mutex_unlock(&sn_lock);
             return;
         }
     }
     t->start = sn_event_get(d);
     t->stop = sn_event_get(d);
-    pthread_mutex_unlock(&sn_lock);
     if (t->start && t->stop && sn_record(t->start, c->stream) == 0) {
         t->timed = 1;
         return;
     }
-    pthread_mutex_lock(&sn_lock);
-    sn_event_put(d, t->start);
-    sn_event_put(d, t->stop);
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_take(&d->lock);
+    sn_event_put_locked(d, t->start);
+    sn_event_put_locked(d, t->stop);
+    sn_lock_give(&d->lock);
 }
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
@@ -678,7 +725,7 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
         return;
     sn_device *d = &sn_devs[t->dev];
     int recorded = t->timed && ok && sn_record(t->stop, c->stream) == 0;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&d->lock);
     if (!ok)
         sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
     if (t->timed && recorded && d->npending == d->cap_pending) {
@@ -694,34 +741,54 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
     if (t->timed && recorded) {
         d->pending[d->npending++] = (sn_pending){t->index, t->start, t->stop, c->stream};
     } else if (t->timed) {
-        sn_event_put(d, t->start);
-        sn_event_put(d, t->stop);
+        sn_event_put_locked(d, t->start);
+        sn_event_put_locked(d, t->stop);
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&d->lock);
 }
 
-/* Reads the timings of the pending steps the host has waited for. */
+/* Reads the timings of the pending steps the host has waited for: taken
+ * out of the pending list under the device's lock, read with no lock held
+ * (cudaEventElapsedTime), stored under it again. */
 static void sn_harvest(int dev, void *stream, int all)
 {
     if (dev < 0 || dev >= SN_MAX_DEVICES)
         return;
     sn_device *d = &sn_devs[dev];
-    pthread_mutex_lock(&sn_lock);
-    size_t keep = 0;
+    sn_lock_take(&d->lock);
+    size_t keep = 0, ndone = 0;
+    sn_pending *done = d->npending ? malloc(d->npending * sizeof *done) : NULL;
+    sn_lock_take(&sn_handles_lock);
     for (size_t i = 0; i < d->npending; i++) {
         sn_pending *p = &d->pending[i];
-        if (!sn_covered_locked(p->stream, stream, all)) {
+        if (!done || !sn_covered_locked(p->stream, stream, all))
             d->pending[keep++] = *p;
-            continue;
-        }
-        float start = 0, dur = 0;
-        if (sn_elapsed(d->origin, p->start, &start) == 0 && sn_elapsed(p->start, p->stop, &dur) == 0)
-            sn_trace_call_time(d->trace, p->index, start, dur);
-        sn_event_put(d, p->start);
-        sn_event_put(d, p->stop);
+        else
+            done[ndone++] = *p;
     }
+    sn_lock_give(&sn_handles_lock);
     d->npending = keep;
-    pthread_mutex_unlock(&sn_lock);
+    cudaEvent_t origin = d->origin;
+    sn_lock_give(&d->lock);
+    if (!ndone) {
+        free(done);
+        return;
+    }
+    float *times = malloc(ndone * 2 * sizeof *times);
+    for (size_t i = 0; times && i < ndone; i++)
+        if (sn_elapsed(origin, done[i].start, &times[2 * i]) != 0 ||
+            sn_elapsed(done[i].start, done[i].stop, &times[2 * i + 1]) != 0)
+            times[2 * i] = -1;
+    sn_lock_take(&d->lock);
+    for (size_t i = 0; i < ndone; i++) {
+        if (times && times[2 * i] >= 0)
+            sn_trace_call_time(d->trace, done[i].index, times[2 * i], times[2 * i + 1]);
+        sn_event_put_locked(d, done[i].start);
+        sn_event_put_locked(d, done[i].stop);
+    }
+    sn_lock_give(&d->lock);
+    free(times);
+    free(done);
 }
 
 void sn_core_host_synced(int dev, void *stream, int all_streams)
@@ -734,11 +801,11 @@ void sn_core_event_synced(int dev, void *event)
 {
     if (!sn_core_ready)
         return;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_handles_lock);
     sn_event_info *e;
     HASH_FIND_PTR(sn_events, &event, e);
     void *stream = e ? e->stream : (void *)-1;
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_handles_lock);
     if (stream != (void *)-1)
         sn_harvest(dev, stream, 0);
 }
@@ -747,13 +814,15 @@ void sn_core_device_reset(int dev)
 {
     if (!sn_core_ready || dev < 0 || dev >= SN_MAX_DEVICES)
         return;
-    pthread_mutex_lock(&sn_lock);
+    sn_lock_take(&sn_reg_lock);
     sn_device *d = &sn_devs[dev];
-    /* Events died with the context. */
+    sn_lock_take(&d->lock);
+    /* Events and libsn's stream died with the context. */
     d->npending = 0;
     d->nspare = 0;
     d->origin_state = 0;
     d->own_stream = NULL;
+    sn_lock_give(&d->lock);
     sn_alloc *drop[64];
     for (;;) {
         size_t n = 0;
@@ -768,7 +837,7 @@ void sn_core_device_reset(int dev)
             sn_reg_recycle_locked(&sn_reg, drop[i]);
         }
     }
-    pthread_mutex_unlock(&sn_lock);
+    sn_lock_give(&sn_reg_lock);
 }
 
 /* ---- what was not seen ------------------------------------------------------------- */
@@ -840,17 +909,28 @@ static void sn_finish(int cuda_usable)
     sn_thread.depth = 1;
     sn_thread.lib = SN_LIB_NONE;
     sn_real_cudaEventSynchronize_fn sync = cuda_usable && sn_core_ready ? SN_REAL(cudaEventSynchronize) : NULL;
-    for (int dev = 0; dev < SN_MAX_DEVICES; dev++) {
+    for (int dev = 0; sync && dev < SN_MAX_DEVICES; dev++) {
         sn_device *d = &sn_devs[dev];
-        if (!d->npending || !sync)
-            continue;
-        /* The host waits for the last pending step of each stream; then
+        /* The host waits for every pending step (outside the lock); then
          * everything pending is complete. */
-        for (size_t i = 0; i < d->npending; i++)
-            sn_quiet(sync(d->pending[i].stop));
+        sn_lock_take(&d->lock);
+        size_t n = d->npending;
+        cudaEvent_t *stops = n ? malloc(n * sizeof *stops) : NULL;
+        for (size_t i = 0; stops && i < n; i++)
+            stops[i] = d->pending[i].stop;
+        sn_lock_give(&d->lock);
+        if (!stops)
+            continue;
+        sn_witness_cuda("cudaEventSynchronize");
+        for (size_t i = 0; i < n; i++)
+            sn_quiet(sync(stops[i]));
+        free(stops);
         sn_harvest(dev, NULL, 1);
     }
-    pthread_mutex_lock(&sn_lock);
+    /* Other threads may still be running: every device's log is held
+     * still while the outputs are built (no CUDA call from here). */
+    for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
+        sn_lock_take(&sn_devs[dev].lock);
     sn_trace *traces[SN_MAX_DEVICES];
     int n = 0;
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
@@ -877,7 +957,8 @@ static void sn_finish(int cuda_usable)
         sn_outputs_write(traces, n, &cfg);
     else if (cfg.unseen)
         sn_warn("%s", cfg.unseen);
-    pthread_mutex_unlock(&sn_lock);
+    for (int dev = SN_MAX_DEVICES - 1; dev >= 0; dev--)
+        sn_lock_give(&sn_devs[dev].lock);
 }
 
 void sn_core_finish(void)
