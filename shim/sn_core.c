@@ -264,26 +264,6 @@ static void sn_register_exit(void)
 
 /* ---- call sites ----------------------------------------------------------------- */
 
-static uintptr_t sn_own_lo, sn_own_hi;
-
-static int sn_find_own_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t probe = (uintptr_t)data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD)
-            continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (probe >= lo && probe < hi) {
-            sn_own_lo = lo;
-            sn_own_hi = hi;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* Hash of the return addresses above libsn: identifies where in the
  * framework an allocation was made. unw_backtrace is the fast path (it
  * caches unwind information per thread); under ThreadSanitizer that cache's
@@ -314,9 +294,11 @@ static uint64_t sn_call_site(void)
 #endif
     uint64_t h = 0;
     int used = 0;
+    uintptr_t own_lo, own_hi;
+    sn_own_text(&own_lo, &own_hi);
     for (int i = 0; i < n && used < 6; i++) {
         uintptr_t pc = (uintptr_t)pcs[i];
-        if (pc - sn_own_lo < sn_own_hi - sn_own_lo)
+        if (pc - own_lo < own_hi - own_lo)
             continue;
         h = sn_hash_mix(h, (uint64_t)pc);
         used++;
@@ -331,7 +313,6 @@ void sn_core_init(void)
     sn_lock_take(&sn_reg_lock);
     if (!sn_core_ready) {
         sn_reg_init(&sn_reg);
-        dl_iterate_phdr(sn_find_own_range, (void *)(uintptr_t)sn_core_init);
         /* libunwind initialises its globals on first use, unsynchronised
          * (a racy flag and signal mask under its own lock); doing that here,
          * while every other thread waits for initialisation to finish,

@@ -81,8 +81,10 @@ void *sn_hook_wrapper(int id);
 int sn_hook_find(const char *name);
 /* Resolves every hook (at initialisation). Returns how many were found. */
 int sn_resolve_all(void);
-/* 1 if p lies inside libsn itself. */
+/* 1 if p lies inside libsn's own code. */
 int sn_is_own_address(const void *p);
+/* The bounds [lo, hi) of libsn's code, for loops that test many addresses. */
+void sn_own_text(uintptr_t *lo, uintptr_t *hi);
 
 /* The real dlsym/dlopen, never the interposed ones. */
 void *sn_real_dlsym(void *handle, const char *name);

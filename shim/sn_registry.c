@@ -12,7 +12,6 @@
 void sn_reg_init(sn_registry *r)
 {
     memset(r, 0, sizeof *r);
-    r->next_serial = 1;
     /* cache slots start with generation 0: never valid */
     r->gen = 1;
 }
@@ -105,8 +104,6 @@ static void sn_reg_unlink(sn_registry *r, sn_alloc *a)
         memmove(&r->sorted[i - 1], &r->sorted[i], (r->count - i) * sizeof r->sorted[0]);
         r->count--;
     }
-    if (a->kind <= SN_KIND_MAPPING)
-        r->bytes[a->kind] -= a->size;
 }
 
 void sn_reg_remove_locked(sn_registry *r, sn_alloc *a)
@@ -171,14 +168,11 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
     a->kind = kind;
     a->owner = owner;
     a->dev = dev;
-    a->serial = r->next_serial++;
     HASH_ADD(hh, r->by_base, base, sizeof a->base, a);
     size_t i = clear ? at : sn_reg_upper(r, base);
     memmove(&r->sorted[i + 1], &r->sorted[i], (r->count - i) * sizeof r->sorted[0]);
     r->sorted[i] = a;
     r->count++;
-    if (kind <= SN_KIND_MAPPING)
-        r->bytes[kind] += size;
     return a;
 }
 

@@ -61,7 +61,6 @@ typedef struct sn_alloc {
     int kind;            /* enum sn_alloc_kind */
     int owner;           /* enum sn_owner */
     int dev;
-    uint64_t serial;     /* order of creation, unique */
     void *user;          /* the tracer's record of this allocation */
     struct sn_alloc *next_spare;
     UT_hash_handle hh;
@@ -93,8 +92,6 @@ typedef struct sn_registry {
     sn_reg_cached cache[SN_REG_CACHE_SLOTS];
     sn_alloc *spare;         /* released records, reused by insertions */
     sn_phys *phys;           /* uthash on handle */
-    uint64_t next_serial;
-    uint64_t bytes[SN_KIND_MAPPING + 1]; /* live bytes per kind */
 } sn_registry;
 
 void sn_reg_init(sn_registry *r);

@@ -11,6 +11,8 @@
 #include "shim/sn_hooks.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,21 +63,46 @@ int sn_hook_find(const char *name)
     return -1;
 }
 
+/* libsn's own code: the loaded segment that holds this function. Found
+ * once; wrappers, trampolines and every libsn frame lie inside it. */
+static uintptr_t sn_text_lo, sn_text_hi;
+static pthread_once_t sn_text_once = PTHREAD_ONCE_INIT;
+
+static int sn_find_own_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t probe = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (probe >= lo && probe < hi) {
+            sn_text_lo = lo;
+            sn_text_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void sn_own_text_init(void)
+{
+    dl_iterate_phdr(sn_find_own_text, (void *)(uintptr_t)sn_own_text);
+}
+
+void sn_own_text(uintptr_t *lo, uintptr_t *hi)
+{
+    pthread_once(&sn_text_once, sn_own_text_init);
+    *lo = sn_text_lo;
+    *hi = sn_text_hi;
+}
+
 int sn_is_own_address(const void *p)
 {
-    static void *own_base;
-    void *base = __atomic_load_n(&own_base, __ATOMIC_RELAXED);
-    if (!base) {
-        Dl_info self;
-        if (!dladdr((void *)sn_is_own_address, &self))
-            return 0;
-        base = self.dli_fbase;
-        __atomic_store_n(&own_base, base, __ATOMIC_RELAXED);
-    }
-    Dl_info info;
-    if (!p || !dladdr(p, &info))
-        return 0;
-    return info.dli_fbase == base;
+    uintptr_t lo, hi;
+    sn_own_text(&lo, &hi);
+    return (uintptr_t)p - lo < hi - lo;
 }
 
 static void *sn_lookup(int id)

@@ -36,8 +36,6 @@ static void test_lookup(void **state)
     assert_ptr_equal(sn_reg_exact_locked(&r, 0x20000, SN_KIND_ANY_DEVICE), b);
     assert_null(sn_reg_exact_locked(&r, 0x20010, SN_KIND_ANY_DEVICE));
     assert_null(sn_reg_exact_locked(&r, 0x8000, SN_KIND_ANY_DEVICE));
-    assert_true(a->serial < b->serial);
-    assert_true(r.bytes[SN_KIND_DEVICE] == 0x1100);
 
     sn_alloc *hits[4];
     assert_int_equal(sn_reg_overlapping_locked(&r, 0x10800, 0x10000, hits, 4), 2);
@@ -48,7 +46,6 @@ static void test_lookup(void **state)
     sn_reg_remove_locked(&r, a);
     sn_reg_release(a);
     assert_null(sn_reg_find_locked(&r, 0x10010));
-    assert_true(r.bytes[SN_KIND_DEVICE] == 0x100);
     sn_reg_destroy(&r);
 }
 
