@@ -1,9 +1,10 @@
 /*
- * hooks_cudart.c — wrappers of the CUDA runtime API: allocation, copies and
- * sets, synchronisation, streams and events, devices, kernel and graph
+ * hooks_cudart.c — wrappers of the CUDA runtime API: memory information, copies
+ * and sets, synchronisation, streams and events, devices, kernel and graph
  * launches. A per-thread-default-stream twin (_ptsz/_ptds) shares its
  * wrapper body with the plain name and differs only in the stream it
- * reports (cudaStreamPerThread for the implicit stream).
+ * reports (cudaStreamPerThread for the implicit stream). Allocation and
+ * free wrappers are generated from hooks.def in hooks_alloc.c.
  */
 #include "shim/sn_wrap.h"
 
@@ -11,74 +12,7 @@
 
 /* ---- memory --------------------------------------------------------------- */
 
-static cudaError_t sn_alloc_common(cudaError_t rc, void **p, size_t size, int kind)
-{
-    if (rc == cudaSuccess && p && *p)
-        sn_core_note_alloc(*p, size, kind, SN_OWNER_FRAMEWORK, sn_current_device());
-    return rc;
-}
-
-SN_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-    SN_PROLOGUE(CUDART, cudaMalloc, (devPtr, size))
-    return sn_alloc_common(real(devPtr, size), devPtr, size, SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
-{
-    SN_PROLOGUE(CUDART, cudaMallocManaged, (devPtr, size, flags))
-    return sn_alloc_common(real(devPtr, size, flags), devPtr, size, SN_KIND_MANAGED);
-}
-
-SN_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
-{
-    SN_PROLOGUE(CUDART, cudaMallocPitch, (devPtr, pitch, width, height))
-    cudaError_t rc = real(devPtr, pitch, width, height);
-    return sn_alloc_common(rc, devPtr, (rc == cudaSuccess && pitch ? *pitch : width) * height,
-                           SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
-{
-    SN_PROLOGUE(CUDART, cudaMallocAsync, (devPtr, size, hStream))
-    return sn_alloc_common(real(devPtr, size, hStream), devPtr, size, SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
-{
-    SN_PROLOGUE(CUDART, cudaMallocAsync_ptsz, (devPtr, size, hStream))
-    return sn_alloc_common(real(devPtr, size, hStream), devPtr, size, SN_KIND_DEVICE);
-}
-
-SN_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    SN_PROLOGUE(CUDART, cudaMallocHost, (ptr, size))
-    return sn_alloc_common(real(ptr, size), ptr, size, SN_KIND_HOST);
-}
-
-SN_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-    SN_PROLOGUE(CUDART, cudaHostAlloc, (pHost, size, flags))
-    return sn_alloc_common(real(pHost, size, flags), pHost, size, SN_KIND_HOST);
-}
-
-/* The record is taken out before the real free (see sn_core_free_begin). */
-#define SN_FREE_WRAPPER(name, params, args, ptr, kinds)                        \
-    SN_EXPORT cudaError_t name params                                          \
-    {                                                                          \
-        SN_PROLOGUE(CUDART, name, args)                                        \
-        sn_alloc *rec_ = sn_core_free_begin((ptr), (kinds));                   \
-        cudaError_t rc_ = real args;                                           \
-        sn_core_free_end(rec_, rc_ == cudaSuccess);                            \
-        return rc_;                                                            \
-    }
-
-SN_FREE_WRAPPER(cudaFree, (void *devPtr), (devPtr), devPtr, SN_KIND_DEVICE | SN_KIND_MANAGED)
-SN_FREE_WRAPPER(cudaFreeAsync, (void *devPtr, cudaStream_t hStream), (devPtr, hStream), devPtr,
-                SN_KIND_DEVICE)
-SN_FREE_WRAPPER(cudaFreeAsync_ptsz, (void *devPtr, cudaStream_t hStream), (devPtr, hStream), devPtr,
-                SN_KIND_DEVICE)
-SN_FREE_WRAPPER(cudaFreeHost, (void *ptr), (ptr), ptr, SN_KIND_HOST)
+/* Allocation and free wrappers are generated from hooks.def (hooks_alloc.c). */
 
 SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {

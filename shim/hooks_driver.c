@@ -1,6 +1,7 @@
 /*
  * hooks_driver.c — the driver layer: an interposed dlsym, cuGetProcAddress
- * and the driver's allocation entry points.
+ * and the virtual memory management entry points (the driver's plain
+ * allocations are generated in hooks_alloc.c).
  *
  * The runtime (and the static runtime inside cuDNN and cuBLAS) never calls
  * the driver by name: it dlopens libcuda.so.1, asks dlsym for
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "shim/sn_core.h"
+#include "shim/sn_wrap.h"
 #include "shim/sn_log.h"
 
 /* ---- the real dlsym ------------------------------------------------------------- */
@@ -254,92 +256,9 @@ SN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
 
 /* ---- allocation entry points -------------------------------------------------------- */
 
-/* Who an allocation made now belongs to; SN_OWNER_NONE: not libsn's to
- * record (libsn off, or the runtime wrapper records it). Sets *entered when
- * it entered libsn: the caller's scope (SN_SCOPE_LATER) then leaves. */
-static int sn_driver_owner(int *entered)
-{
-    *entered = 0;
-    sn_thread_state *t = &sn_thread;
-    if (t->depth) {
-        switch (t->lib) {
-        case SN_LIB_CUDNN: return SN_OWNER_CUDNN;
-        case SN_LIB_CUBLAS: return SN_OWNER_CUBLAS;
-        default: return SN_OWNER_NONE;
-        }
-    }
-    if (!sn_enter(SN_LIB_CUDA))
-        return SN_OWNER_NONE;
-    *entered = 1;
-    return SN_OWNER_DRIVER;
-}
-
-#define SN_DRIVER_ALLOC(name, args, dptr, bytes, kind)                          \
-    sn_real_##name##_fn real = SN_REAL(name);                                  \
-    if (!real)                                                                 \
-        return SN_MISSING(CUDA, name);                                         \
-    SN_SCOPE_LATER();                                                          \
-    int owner = sn_driver_owner(&sn_scope_.entered);                           \
-    CUresult rc = real args;                                                   \
-    if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && (dptr))                \
-        sn_core_note_alloc((void *)(uintptr_t)*(dptr), (bytes), (kind), owner, \
-                           sn_current_device());                              \
-    return rc;
-
-#define SN_DRIVER_FREE(name, args, ptr)                                        \
-    sn_real_##name##_fn real = SN_REAL(name);                                  \
-    if (!real)                                                                 \
-        return SN_MISSING(CUDA, name);                                         \
-    SN_SCOPE_LATER();                                                          \
-    int owner = sn_driver_owner(&sn_scope_.entered);                           \
-    sn_alloc *rec = owner != SN_OWNER_NONE                                     \
-                        ? sn_core_free_begin((void *)(uintptr_t)(ptr), SN_KIND_ANY_DEVICE) \
-                        : NULL;                                                \
-    CUresult rc = real args;                                                   \
-    sn_core_free_end(rec, rc == CUDA_SUCCESS);                                 \
-    return rc;
-
-SN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
-{
-    SN_DRIVER_ALLOC(cuMemAlloc_v2, (dptr, bytesize), dptr, bytesize, SN_KIND_DEVICE)
-}
-
-SN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
-                                      size_t Height, unsigned int ElementSizeBytes)
-{
-    SN_DRIVER_ALLOC(cuMemAllocPitch_v2, (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes), dptr,
-                    (pPitch ? *pPitch : WidthInBytes) * Height, SN_KIND_DEVICE)
-}
-
-SN_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    SN_DRIVER_ALLOC(cuMemAllocManaged, (dptr, bytesize, flags), dptr, bytesize, SN_KIND_MANAGED)
-}
-
-SN_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    SN_DRIVER_ALLOC(cuMemAllocAsync, (dptr, bytesize, hStream), dptr, bytesize, SN_KIND_DEVICE)
-}
-
-SN_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    SN_DRIVER_ALLOC(cuMemAllocAsync_ptsz, (dptr, bytesize, hStream), dptr, bytesize, SN_KIND_DEVICE)
-}
-
-SN_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
-{
-    SN_DRIVER_FREE(cuMemFree_v2, (dptr), dptr)
-}
-
-SN_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-    SN_DRIVER_FREE(cuMemFreeAsync, (dptr, hStream), dptr)
-}
-
-SN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    SN_DRIVER_FREE(cuMemFreeAsync_ptsz, (dptr, hStream), dptr)
-}
+/* cuMemAlloc*, cuMemFree* and their async twins are generated from hooks.def
+ * (hooks_alloc.c); sn_driver_owner, shared with the VMM wrappers below, is
+ * there too. */
 
 /* ---- virtual memory management: physical handles and mappings --------------------- */
 

@@ -6,7 +6,7 @@ TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_
               tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
 LIBSN_SRC := shim/sn_log.c shim/sn_options.c shim/sn_resolve.c shim/sn_init.c \
              shim/sn_lock.c shim/sn_registry.c shim/sn_extent.c shim/sn_access.c shim/sn_describe.c shim/sn_core.c \
-             shim/hooks_plain.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
+             shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
              shim/hooks_cublas.c \
              $(TRACER_SRC)
 LIBSN_OBJ := $(LIBSN_SRC:%.c=$(BUILD)/%.o)

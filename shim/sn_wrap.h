@@ -31,4 +31,10 @@
         return rc_;                                                            \
     } while (0)
 
+/* Who an allocation made through the driver now belongs to (enum sn_owner);
+ * SN_OWNER_NONE: not libsn's to record (libsn off, or the runtime wrapper
+ * around it records it). Sets *entered when it entered libsn: the caller's
+ * scope (SN_SCOPE_LATER) then leaves. */
+int sn_driver_owner(int *entered);
+
 #endif

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 hooks="$(dirname "$0")/../shim/hooks.def"
 real_cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
-grep -oE 'SN_(HOOK|HOOK_PLAIN|REAL_ONLY)\((CUDART|CUDA), [^,]+, [A-Za-z0-9_]+' "$hooks" |
+grep -oE 'SN_(HOOK|HOOK_PLAIN|HOOK_ALLOC|HOOK_FREE|REAL_ONLY)\((CUDART|CUDA), [^,]+, [A-Za-z0-9_]+' "$hooks" |
     sed -E 's/^SN_[A-Z_]+\(([A-Z]+), [^,]+, /\1 /' >"$tmp/hooks"
 nm -D --defined-only "$BUILD_DIR/sim/libcudart.so.13" | awk '$2 == "T" {print $3}' >"$tmp/cudart"
 nm -D --defined-only "$BUILD_DIR/sim/libcuda.so.1" | awk '$2 == "T" {print $3}' >"$tmp/cuda"

@@ -1,0 +1,79 @@
+/*
+ * hooks_alloc.c — the generated wrappers of every allocation and free entry
+ * point in hooks.def (SN_HOOK_ALLOC, SN_HOOK_FREE): the runtime's cudaMalloc
+ * family, pinned host memory, and the driver's cuMemAlloc family that
+ * libraries with a static runtime (cuDNN, cuBLAS) and static-runtime
+ * programs reach through cuGetProcAddress.
+ *
+ * Whose allocation it is decides whether libsn records it: the runtime
+ * wrappers record the framework's own; a driver call made from inside a
+ * runtime wrapper is the runtime's (already recorded), one from inside cuDNN
+ * or cuBLAS is that library's workspace, and one from outside any wrapper
+ * is the framework's, made through the driver API. A free takes its record
+ * out of the registry before the real call (sn_core_free_begin), so that a
+ * racing allocation of the same address keeps its own.
+ */
+#include "shim/sn_wrap.h"
+
+int sn_driver_owner(int *entered)
+{
+    *entered = 0;
+    sn_thread_state *t = &sn_thread;
+    if (t->depth) {
+        switch (t->lib) {
+        case SN_LIB_CUDNN: return SN_OWNER_CUDNN;
+        case SN_LIB_CUBLAS: return SN_OWNER_CUBLAS;
+        default: return SN_OWNER_NONE;
+        }
+    }
+    if (!sn_enter(SN_LIB_CUDA))
+        return SN_OWNER_NONE;
+    *entered = 1;
+    return SN_OWNER_DRIVER;
+}
+
+/* The runtime's allocations are the framework's, when libsn takes them at all. */
+static inline int sn_runtime_owner(int *entered)
+{
+    *entered = sn_enter(SN_LIB_CUDART);
+    return *entered ? SN_OWNER_FRAMEWORK : SN_OWNER_NONE;
+}
+
+#define SN_OWNER_OF_CUDART(entered) sn_runtime_owner(entered)
+#define SN_OWNER_OF_CUDA(entered) sn_driver_owner(entered)
+#define SN_SUCCESS_CUDART cudaSuccess
+#define SN_SUCCESS_CUDA CUDA_SUCCESS
+
+#define SN_HOOK(lib, ret, name, params, args)
+#define SN_HOOK_PLAIN(lib, ret, name, params, args)
+#define SN_HOOK_ALLOC(lib, ret, name, params, args, out, bytes, kind)                    \
+    SN_EXPORT ret name params                                                            \
+    {                                                                                    \
+        sn_real_##name##_fn real = SN_REAL(name);                                        \
+        if (__builtin_expect(!real, 0))                                                  \
+            return SN_MISSING(lib, name);                                                \
+        SN_SCOPE_LATER();                                                                \
+        int owner = SN_OWNER_OF_##lib(&sn_scope_.entered);                               \
+        if (owner == SN_OWNER_NONE)                                                      \
+            return real args;                                                            \
+        ret rc = real args;                                                              \
+        if (rc == SN_SUCCESS_##lib && (out))                                             \
+            sn_core_note_alloc((void *)(uintptr_t) * (out), (bytes), (kind), owner,      \
+                               sn_current_device());                                     \
+        return rc;                                                                       \
+    }
+#define SN_HOOK_FREE(lib, ret, name, params, args, ptr, kinds)                           \
+    SN_EXPORT ret name params                                                            \
+    {                                                                                    \
+        sn_real_##name##_fn real = SN_REAL(name);                                        \
+        if (__builtin_expect(!real, 0))                                                  \
+            return SN_MISSING(lib, name);                                                \
+        SN_SCOPE_LATER();                                                                \
+        if (SN_OWNER_OF_##lib(&sn_scope_.entered) == SN_OWNER_NONE)                      \
+            return real args;                                                            \
+        sn_alloc *rec = sn_core_free_begin((void *)(uintptr_t)(ptr), (kinds));           \
+        ret rc = real args;                                                              \
+        sn_core_free_end(rec, rc == SN_SUCCESS_##lib);                                   \
+        return rc;                                                                       \
+    }
+#include "shim/hooks.def"
