@@ -6,7 +6,8 @@
  * Copies are classified by address: device memory (any simulated device),
  * pinned host memory (cudaMallocHost / cudaHostAlloc / cuMemAllocHost) or
  * pageable host memory. Host<->device copies run on the copy engines at the
- * profile's PCIe rate for pinned or pageable memory; device<->device copies
+ * profile's PCIe rate for the direction (pinned) or for pageable memory,
+ * slowed while the other direction shares the link; device<->device copies
  * and sets run on the compute engine at device-memory bandwidth (read plus
  * write). A copy from or to pageable memory returns only when it is done,
  * even when issued asynchronously, as the real driver behaves.
@@ -51,14 +52,14 @@ static void copy_charge(int dir, int sd, int ss, size_t bytes, CUstream s, int s
     switch (dir) {
     case 1:
         pageable = ss == SIDE_PAGEABLE;
-        end = simgpu_enqueue(s, SIMGPU_COPY_H2D, bytes / (pageable ? p->pcie_pageable_bw : p->pcie_pinned_bw) * 1e9,
-                             "memcpyHtoD");
+        end = simgpu_enqueue_copy(s, SIMGPU_COPY_H2D, (double)bytes,
+                                  pageable ? p->pcie_pageable_bw : p->pcie_h2d_bw, "memcpyHtoD");
         simgpu_count_bytes(dev, 0, bytes);
         break;
     case 2:
         pageable = sd == SIDE_PAGEABLE;
-        end = simgpu_enqueue(s, SIMGPU_COPY_D2H, bytes / (pageable ? p->pcie_pageable_bw : p->pcie_pinned_bw) * 1e9,
-                             "memcpyDtoH");
+        end = simgpu_enqueue_copy(s, SIMGPU_COPY_D2H, (double)bytes,
+                                  pageable ? p->pcie_pageable_bw : p->pcie_d2h_bw, "memcpyDtoH");
         simgpu_count_bytes(dev, 1, bytes);
         break;
     case 3:
