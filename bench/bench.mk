@@ -24,3 +24,11 @@ $(BUILD)/tests/test_trainer_models: $(BUILD)/tests/test_trainer_models.o \
 
 TEST_BINS += $(BUILD)/tests/test_trainer_models
 TEST_SCRIPTS += tests/test_trainer.sh
+
+# The per-operation calibration program (bench/calibrate.sh): single cuDNN
+# convolutions and host<->device copies timed like DeepBench, bandwidthTest
+# and nvbandwidth.
+$(BUILD)/calibrate: $(BUILD)/bench/calib/calibrate.o
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/calibrate
