@@ -185,28 +185,44 @@ static int engine_index(const struct simgpu_device *d, enum simgpu_engine e)
     return (int)e;
 }
 
+/* When an op issued now on stream r may start on engine ei: after the host
+ * has issued it, its stream's earlier work and the engine's earlier ops. */
+static uint64_t op_start_locked(const struct sim_stream_ref *r, int ei)
+{
+    sim_host_call_locked();
+    uint64_t start = *host_clock();
+    uint64_t ready = sim_stream_ready_locked(r);
+    if (ready > start)
+        start = ready;
+    if (r->d->engine_free[ei] > start)
+        start = r->d->engine_free[ei];
+    return start;
+}
+
+/* Books [start, start + dur_ns + launch cost) on engine ei for stream r and
+ * returns the end. */
+static uint64_t op_commit_locked(const struct sim_stream_ref *r, int ei, uint64_t start, double dur_ns,
+                                 const char *name)
+{
+    struct simgpu_device *d = r->d;
+    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
+    uint64_t end = start + dur;
+    d->engine_free[ei] = end;
+    d->busy_ns[ei] += dur;
+    d->ops++;
+    sim_stream_set_ready_locked(r, end);
+    sim_hazard_commit_locked(name, start, end);
+    return end;
+}
+
 uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const char *name)
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     sim_stream_lookup_locked(h, &r);
-    struct simgpu_device *d = r.d;
-    sim_host_call_locked();
-    int ei = engine_index(d, e);
-    uint64_t start = *host_clock();
-    uint64_t ready = sim_stream_ready_locked(&r);
-    if (ready > start)
-        start = ready;
-    if (d->engine_free[ei] > start)
-        start = d->engine_free[ei];
-    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
-    uint64_t end = start + dur;
-    d->engine_free[ei] = end;
-    d->busy_ns[ei] += dur;
-    d->ops++;
-    sim_stream_set_ready_locked(&r, end);
-    sim_hazard_commit_locked(name, start, end);
+    int ei = engine_index(r.d, e);
+    uint64_t end = op_commit_locked(&r, ei, op_start_locked(&r, ei), dur_ns, name);
     pthread_mutex_unlock(&g_sim.lock);
     return end;
 }
@@ -288,18 +304,12 @@ uint64_t simgpu_enqueue_copy(CUstream h, enum simgpu_engine e, double bytes, dou
     struct sim_stream_ref r;
     sim_stream_lookup_locked(h, &r);
     struct simgpu_device *d = r.d;
-    sim_host_call_locked();
     int ei = engine_index(d, e);
-    uint64_t start = *host_clock();
-    uint64_t ready = sim_stream_ready_locked(&r);
-    if (ready > start)
-        start = ready;
-    if (d->engine_free[ei] > start)
-        start = d->engine_free[ei];
+    uint64_t start = op_start_locked(&r, ei);
     double per_ns = rate > 0 ? rate / 1e9 : 1e-9;
     double ns = bytes / per_ns;
-    int dir = e == SIMGPU_COPY_D2H ? 1 : 0;
     if (d->prof->copy_engines >= 2 && bytes > 0) {
+        int dir = e == SIMGPU_COPY_D2H ? 1 : 0;
         struct copy_spans *mine = &g_spans[d->index][dir], *other = &g_spans[d->index][1 - dir];
         spans_prune_locked(mine, *host_clock());
         spans_prune_locked(other, *host_clock());
@@ -307,13 +317,7 @@ uint64_t simgpu_enqueue_copy(CUstream h, enum simgpu_engine e, double bytes, dou
         if (ns > 0)
             spans_add_locked(mine, start, start + (uint64_t)ns, bytes / ns);
     }
-    uint64_t dur = (uint64_t)(ns > 0 ? ns : 0) + (uint64_t)d->prof->launch_ns;
-    uint64_t end = start + dur;
-    d->engine_free[ei] = end;
-    d->busy_ns[ei] += dur;
-    d->ops++;
-    sim_stream_set_ready_locked(&r, end);
-    sim_hazard_commit_locked(name, start, end);
+    uint64_t end = op_commit_locked(&r, ei, start, ns, name);
     pthread_mutex_unlock(&g_sim.lock);
     return end;
 }
