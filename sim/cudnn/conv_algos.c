@@ -10,8 +10,11 @@
  * implemented). Workspaces follow the buffers each family materialises, so
  * they scale with the shapes the way the real ones do. Time is a roofline of
  * the family's arithmetic at a family efficiency against the bytes its
- * kernels stream, plus the serial passes through its workspace. Every
- * constant and its source is listed in docs/sim-cudnn.md.
+ * kernels stream, plus the serial passes through its workspace. The
+ * efficiency is scaled by the profile's cuDNN generation and by the shape of
+ * the layer, and the GEMM family runs at the TF32 rate where the GPU and the
+ * math type allow it. Every constant, its source and how the fitted ones
+ * were fitted are in docs/sim-cudnn.md ("Cost model", "Calibration").
  */
 #include <math.h>
 #include "sim/cudnn/conv.h"
