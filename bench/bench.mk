@@ -31,3 +31,11 @@ $(BUILD)/sn_overhead: $(BUILD)/bench/sn_overhead.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
 
 BENCH_TARGETS += $(BUILD)/sn_overhead
+
+# The per-operation calibration program (bench/calibrate.sh): single cuDNN
+# convolutions and host<->device copies timed like DeepBench, bandwidthTest
+# and nvbandwidth.
+$(BUILD)/calibrate: $(BUILD)/bench/calib/calibrate.o
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/calibrate

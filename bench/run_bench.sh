@@ -10,6 +10,8 @@
 #   trainer_max_batch.md  the largest batch (power of two, then bisected)
 #                         each network trains with on the 12 GB K40, per
 #                         style, and under libsn when $BUILD/libsn.so exists
+#   calibration.md        the simulated clock against published measurements
+#                         (bench/calibrate.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 set -u
@@ -70,6 +72,13 @@ run_one() {
     fi
     echo "$rc $(echo "$out" | field peak) $(echo "$out" | last_ms) $(echo "$out" | field images/s)"
 }
+
+# The clock first: the tables below are only as good as it is.
+if BUILD=$BUILD bench/calibrate.sh "$OUT/calibration.md"; then
+    echo "wrote $OUT/calibration.md"
+else
+    echo "run_bench.sh: calibration.md written with failures (see above)" >&2
+fi
 
 started=$(date +%s)
 {

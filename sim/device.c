@@ -35,12 +35,25 @@
 
 #include "sim/simint.h"
 
-/* Figures and their sources: README.md, "Device profiles". */
+/* Figures and their sources: README.md, "Device profiles"; conv_eff is
+ * fitted to published timings (docs/sim-cudnn.md, "Calibration"). */
 static const simgpu_profile k_profiles[] = {
-    {"k40", "Tesla K40c (simulated)", 11996954624ull, 4.29e12, 288e9, 10.0e9, 6.0e9, 2, 5000.0, 3, 5, 15},
-    {"titanx", "GeForce GTX TITAN X (simulated)", 12884705280ull, 6.14e12, 336.5e9, 11.0e9, 6.5e9, 2, 5000.0, 5, 2, 24},
-    {"v100", "Tesla V100-SXM2-16GB (simulated)", 16945512448ull, 15.7e12, 900e9, 12.0e9, 7.0e9, 2, 4000.0, 7, 0, 80},
-    {"h100", "NVIDIA H100 80GB HBM3 (simulated)", 85031714816ull, 66.9e12, 3350e9, 50.0e9, 20.0e9, 2, 3000.0, 9, 0, 132},
+    {.name = "k40", .long_name = "Tesla K40c (simulated)", .mem_bytes = 11996954624ull,
+     .fp32_flops = 4.29e12, .tf32_flops = 0, .mem_bw = 288e9, .pcie_h2d_bw = 12.18e9,
+     .pcie_d2h_bw = 12.46e9, .pcie_pageable_bw = 6.0e9, .copy_engines = 2, .launch_ns = 5000.0,
+     .cc_major = 3, .cc_minor = 5, .sm_count = 15, .conv_eff = 0.34, .winograd_eff = 1.0, .winograd_nonfused = 0},
+    {.name = "titanx", .long_name = "GeForce GTX TITAN X (simulated)", .mem_bytes = 12884705280ull,
+     .fp32_flops = 6.14e12, .tf32_flops = 0, .mem_bw = 336.5e9, .pcie_h2d_bw = 12.18e9,
+     .pcie_d2h_bw = 12.46e9, .pcie_pageable_bw = 6.5e9, .copy_engines = 2, .launch_ns = 5000.0,
+     .cc_major = 5, .cc_minor = 2, .sm_count = 24, .conv_eff = 1.0, .winograd_eff = 1.25, .winograd_nonfused = 0},
+    {.name = "v100", .long_name = "Tesla V100-SXM2-16GB (simulated)", .mem_bytes = 16945512448ull,
+     .fp32_flops = 15.7e12, .tf32_flops = 0, .mem_bw = 900e9, .pcie_h2d_bw = 9.6e9,
+     .pcie_d2h_bw = 11.4e9, .pcie_pageable_bw = 7.0e9, .copy_engines = 2, .launch_ns = 4000.0,
+     .cc_major = 7, .cc_minor = 0, .sm_count = 80, .conv_eff = 1.15, .winograd_eff = 0.5, .winograd_nonfused = 1},
+    {.name = "h100", .long_name = "NVIDIA H100 80GB HBM3 (simulated)", .mem_bytes = 85031714816ull,
+     .fp32_flops = 66.9e12, .tf32_flops = 494.7e12, .mem_bw = 3350e9, .pcie_h2d_bw = 54.6e9,
+     .pcie_d2h_bw = 54.6e9, .pcie_pageable_bw = 20.0e9, .copy_engines = 2, .launch_ns = 3000.0,
+     .cc_major = 9, .cc_minor = 0, .sm_count = 132, .conv_eff = 1.15, .winograd_eff = 0.5, .winograd_nonfused = 1},
 };
 
 struct simgpu_global g_sim;

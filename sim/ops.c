@@ -6,7 +6,8 @@
  * Copies are classified by address: device memory (any simulated device),
  * pinned host memory (cudaMallocHost / cudaHostAlloc / cuMemAllocHost) or
  * pageable host memory. Host<->device copies run on the copy engines at the
- * profile's PCIe rate for pinned or pageable memory; device<->device copies
+ * profile's PCIe rate for the direction (pinned) or for pageable memory,
+ * slowed while the other direction shares the link; device<->device copies
  * and sets run on the compute engine at device-memory bandwidth (read plus
  * write). A copy from or to pageable memory returns only when it is done,
  * even when issued asynchronously, as the real driver behaves.
@@ -55,14 +56,14 @@ static void copy_charge(int dir, int sd, int ss, size_t bytes, CUstream s, int s
     switch (dir) {
     case 1:
         pageable = ss == SIDE_PAGEABLE;
-        end = simgpu_enqueue(s, SIMGPU_COPY_H2D, bytes / (pageable ? p->pcie_pageable_bw : p->pcie_pinned_bw) * 1e9,
-                             "memcpyHtoD");
+        end = simgpu_enqueue_copy(s, SIMGPU_COPY_H2D, (double)bytes,
+                                  pageable ? p->pcie_pageable_bw : p->pcie_h2d_bw, "memcpyHtoD");
         simgpu_count_bytes(dev, 0, bytes);
         break;
     case 2:
         pageable = sd == SIDE_PAGEABLE;
-        end = simgpu_enqueue(s, SIMGPU_COPY_D2H, bytes / (pageable ? p->pcie_pageable_bw : p->pcie_pinned_bw) * 1e9,
-                             "memcpyDtoH");
+        end = simgpu_enqueue_copy(s, SIMGPU_COPY_D2H, (double)bytes,
+                                  pageable ? p->pcie_pageable_bw : p->pcie_d2h_bw, "memcpyDtoH");
         simgpu_count_bytes(dev, 1, bytes);
         break;
     case 3:
@@ -242,9 +243,11 @@ CUresult simgpu_memcpy_peer(void *dst, int dst_dev, const void *src, int src_dev
     simgpu_check_range(src, bytes, 0, "memcpyPeer source");
     simgpu_check_range(dst, bytes, 1, "memcpyPeer destination");
     /* Within a device: read and write at memory bandwidth. Across devices:
-     * one pass over PCIe at the pinned rate (peer-to-peer, or staged through
+     * one pass over PCIe at the slower of the source's outbound and the
+     * destination's inbound pinned rates (peer-to-peer, or staged through
      * pinned host memory in pipelined chunks). */
-    double ns = src_dev == dst_dev ? 2.0 * bytes / dd->prof->mem_bw * 1e9 : bytes / dd->prof->pcie_pinned_bw * 1e9;
+    double link = sd->prof->pcie_d2h_bw < dd->prof->pcie_h2d_bw ? sd->prof->pcie_d2h_bw : dd->prof->pcie_h2d_bw;
+    double ns = src_dev == dst_dev ? 2.0 * bytes / dd->prof->mem_bw * 1e9 : bytes / link * 1e9;
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     if (!serialize)

@@ -33,13 +33,25 @@ typedef struct simgpu_profile {
     const char *long_name;    /* what cudaGetDeviceProperties reports */
     size_t mem_bytes;         /* totalGlobalMem */
     double fp32_flops;        /* peak FP32 FLOP/s */
+    double tf32_flops;        /* dense TF32 tensor-core FLOP/s; 0: no TF32 */
     double mem_bw;            /* device memory bandwidth, bytes/s */
-    double pcie_pinned_bw;    /* host<->device, pinned host memory, bytes/s */
+    double pcie_h2d_bw;       /* host to device from pinned memory, bytes/s */
+    double pcie_d2h_bw;       /* device to host into pinned memory, bytes/s */
     double pcie_pageable_bw;  /* host<->device, pageable host memory, bytes/s */
     int copy_engines;         /* 1: H2D and D2H share one engine; 2: separate */
     double launch_ns;         /* fixed device-side cost of every op */
     int cc_major, cc_minor;   /* compute capability */
     int sm_count;
+    /* Fraction of the cuDNN algorithm efficiencies this GPU reaches with
+     * the cuDNN generation the profile stands for (docs/sim-cudnn.md,
+     * "Calibration"). */
+    double conv_eff;
+    /* The same for the Winograd families, whose kernels were tuned for
+     * Maxwell and Pascal and gain far less on later GPUs. */
+    double winograd_eff;
+    /* Whether that generation has the non-fused Winograd kernels (cuDNN
+     * 5.1 and later). */
+    int winograd_nonfused;
 } simgpu_profile;
 
 /* Engines of the timeline. */
@@ -117,6 +129,19 @@ int simgpu_stream_device(CUstream s);
  * efficiency in (0, 1]. Both on the device of stream s. */
 double simgpu_mem_time_ns(CUstream s, double bytes);
 double simgpu_flop_time_ns(CUstream s, double flops, double efficiency);
+/* The same at the TF32 tensor-core rate when tf32 is non-zero, the device
+ * has one and TF32 is allowed (simgpu_tf32_allowed); else at the FP32 rate. */
+double simgpu_math_time_ns(CUstream s, double flops, double efficiency, int tf32);
+/* Whether FP32 work may run as TF32 at all: SIMGPU_TF32 (default 1) and the
+ * real libraries' NVIDIA_TF32_OVERRIDE (0 forbids TF32 everywhere). */
+int simgpu_tf32_allowed(void);
+
+/* Charge a host<->device copy of `bytes` on engine e (SIMGPU_COPY_H2D or
+ * SIMGPU_COPY_D2H) at `rate` bytes/s. While the copy engine of the other
+ * direction is busy, both directions share the link: together they move
+ * SIMGPU_DUPLEX_FRACTION of the sum of their one-way rates, the copy already
+ * in flight keeping its rate (sim/timeline.c). Returns the completion time. */
+uint64_t simgpu_enqueue_copy(CUstream s, enum simgpu_engine e, double bytes, double rate, const char *name);
 
 /* Copies and sets with CUDA's semantics and costs, shared by the driver and
  * runtime entry points. Pointers are classified (device / pinned / pageable)

@@ -19,9 +19,18 @@
  * whatever one thread has waited for is complete for all of them, and the
  * hazard checks (sim/hazard.c) raise no false alarms.
  *
+ * Host<->device copies share one PCIe link in both directions: while the
+ * copy engines of both directions are busy, together they move only
+ * SIMGPU_DUPLEX_FRACTION of the sum of their one-way rates (the link's
+ * packet and flow-control overhead is paid twice). Durations are fixed when
+ * an op is issued, so the copy issued later absorbs the whole loss over the
+ * time the two overlap and the one already in flight keeps its rate; with
+ * both engines kept busy the two directions together get the duplex rate.
+ *
  * Just after an op's start and end are known, the device ranges its library
  * declared with simgpu_check_range are checked for ordering hazards.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,28 +194,44 @@ static int engine_index(const struct simgpu_device *d, enum simgpu_engine e)
     return (int)e;
 }
 
+/* When an op issued now on stream r may start on engine ei: after the host
+ * has issued it, its stream's earlier work and the engine's earlier ops. */
+static uint64_t op_start_locked(const struct sim_stream_ref *r, int ei)
+{
+    sim_host_call_locked();
+    uint64_t start = *host_clock();
+    uint64_t ready = sim_stream_ready_locked(r);
+    if (ready > start)
+        start = ready;
+    if (r->d->engine_free[ei] > start)
+        start = r->d->engine_free[ei];
+    return start;
+}
+
+/* Books [start, start + dur_ns + launch cost) on engine ei for stream r and
+ * returns the end. */
+static uint64_t op_commit_locked(const struct sim_stream_ref *r, int ei, uint64_t start, double dur_ns,
+                                 const char *name)
+{
+    struct simgpu_device *d = r->d;
+    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
+    uint64_t end = start + dur;
+    d->engine_free[ei] = end;
+    d->busy_ns[ei] += dur;
+    d->ops++;
+    sim_stream_set_ready_locked(r, end);
+    sim_hazard_commit_locked(name, start, end);
+    return end;
+}
+
 uint64_t simgpu_enqueue(CUstream h, enum simgpu_engine e, double dur_ns, const char *name)
 {
     simgpu_init();
     pthread_mutex_lock(&g_sim.lock);
     struct sim_stream_ref r;
     sim_stream_lookup_locked(h, &r);
-    struct simgpu_device *d = r.d;
-    sim_host_call_locked();
-    int ei = engine_index(d, e);
-    uint64_t start = *host_clock();
-    uint64_t ready = sim_stream_ready_locked(&r);
-    if (ready > start)
-        start = ready;
-    if (d->engine_free[ei] > start)
-        start = d->engine_free[ei];
-    uint64_t dur = (uint64_t)(dur_ns > 0 ? dur_ns : 0) + (uint64_t)d->prof->launch_ns;
-    uint64_t end = start + dur;
-    d->engine_free[ei] = end;
-    d->busy_ns[ei] += dur;
-    d->ops++;
-    sim_stream_set_ready_locked(&r, end);
-    sim_hazard_commit_locked(name, start, end);
+    int ei = engine_index(r.d, e);
+    uint64_t end = op_commit_locked(&r, ei, op_start_locked(&r, ei), dur_ns, name);
     pthread_mutex_unlock(&g_sim.lock);
     return end;
 }
@@ -269,6 +294,141 @@ uint64_t sim_enqueue_peer_locked(const struct sim_stream_ref *r, struct simgpu_d
     return end;
 }
 
+/* ---- copies sharing the PCIe link ------------------------------------------ */
+
+/* Both directions at once move this fraction of the sum of their one-way
+ * rates: nvbandwidth's bidirectional host<->device tests measure 1.8x one
+ * direction on a PCIe 3 link (its README's example) and 1.4x on an A100's
+ * PCIe 4 link (NVIDIA developer forum); docs/sim-cudnn.md, "Calibration". */
+#define SIMGPU_DUPLEX_FRACTION 0.8
+/* Least share the later copy keeps, so that a fast copy in the other
+ * direction cannot stall it completely. */
+#define SIMGPU_DUPLEX_FLOOR 0.1
+
+/* A copy in flight or queued: [start, end) at an average rate in bytes/ns. */
+struct copy_span { uint64_t start, end; double rate; };
+struct copy_spans { struct copy_span *v; size_t n, cap; };
+/* Per device, per direction (0 H2D, 1 D2H); guarded by g_sim.lock. */
+static struct copy_spans g_spans[SIMGPU_MAX_DEVICES][2];
+
+/* Spans that ended before the host clock can no longer overlap a new copy,
+ * which never starts before the host issues it. */
+static void spans_prune_locked(struct copy_spans *c, uint64_t now)
+{
+    size_t k = 0;
+    while (k < c->n && c->v[k].end <= now)
+        k++;
+    if (k) {
+        memmove(c->v, c->v + k, (c->n - k) * sizeof c->v[0]);
+        c->n -= k;
+    }
+}
+
+static void spans_add_locked(struct copy_spans *c, uint64_t start, uint64_t end, double rate)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        struct copy_span *v = realloc(c->v, cap * sizeof *v);
+        if (!v)
+            return; /* the span is forgotten: later copies only run faster */
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = (struct copy_span){start, end, rate};
+}
+
+/* Nanoseconds a copy of `bytes` at `rate` (bytes/ns) starting at `start`
+ * takes while the other direction's spans `o` (in time order, disjoint)
+ * share the link. */
+static double duplex_duration(const struct copy_spans *o, uint64_t start, double bytes, double rate)
+{
+    double t = (double)start, left = bytes;
+    for (size_t i = 0; i < o->n && left > 0; i++) {
+        double a = (double)o->v[i].start, b = (double)o->v[i].end;
+        if (b <= t)
+            continue;
+        if (a > t) {
+            if (left <= rate * (a - t))
+                return t + left / rate - (double)start;
+            left -= rate * (a - t);
+            t = a;
+        }
+        double shared = SIMGPU_DUPLEX_FRACTION * (rate + o->v[i].rate) - o->v[i].rate;
+        if (shared < SIMGPU_DUPLEX_FLOOR * rate)
+            shared = SIMGPU_DUPLEX_FLOOR * rate;
+        if (left <= shared * (b - t))
+            return t + left / shared - (double)start;
+        left -= shared * (b - t);
+        t = b;
+    }
+    return t + left / rate - (double)start;
+}
+
+uint64_t simgpu_enqueue_copy(CUstream h, enum simgpu_engine e, double bytes, double rate, const char *name)
+{
+    simgpu_init();
+    pthread_mutex_lock(&g_sim.lock);
+    struct sim_stream_ref r;
+    sim_stream_lookup_locked(h, &r);
+    struct simgpu_device *d = r.d;
+    int ei = engine_index(d, e);
+    uint64_t start = op_start_locked(&r, ei);
+    double per_ns = rate > 0 ? rate / 1e9 : 1e-9;
+    double ns = bytes / per_ns;
+    if (d->prof->copy_engines >= 2 && bytes > 0) {
+        int dir = e == SIMGPU_COPY_D2H ? 1 : 0;
+        struct copy_spans *mine = &g_spans[d->index][dir], *other = &g_spans[d->index][1 - dir];
+        spans_prune_locked(mine, *host_clock());
+        spans_prune_locked(other, *host_clock());
+        ns = duplex_duration(other, start, bytes, per_ns);
+        if (ns > 0)
+            spans_add_locked(mine, start, start + (uint64_t)ns, bytes / ns);
+    }
+    uint64_t end = op_commit_locked(&r, ei, start, ns, name);
+    pthread_mutex_unlock(&g_sim.lock);
+    return end;
+}
+
+/* ---- arithmetic rates ------------------------------------------------------ */
+
+static pthread_once_t g_tf32_once = PTHREAD_ONCE_INIT;
+static int g_tf32_allowed = 1;
+
+static void tf32_init(void)
+{
+    const char *v = getenv("SIMGPU_TF32");
+    if (v && *v) {
+        if (!strcmp(v, "0"))
+            g_tf32_allowed = 0;
+        else if (strcmp(v, "1"))
+            simgpu_log("SIMGPU_TF32=%s not understood (use 0 or 1); using 1", v);
+    }
+    /* The real libraries' global switch: 0 disables TF32 in cuDNN and cuBLAS
+     * whatever the program asked for; other values change nothing. */
+    const char *o = getenv("NVIDIA_TF32_OVERRIDE");
+    if (o && !strcmp(o, "0"))
+        g_tf32_allowed = 0;
+}
+
+int simgpu_tf32_allowed(void)
+{
+    pthread_once(&g_tf32_once, tf32_init);
+    return g_tf32_allowed;
+}
+
+double simgpu_math_time_ns(CUstream s, double flops, double efficiency, int tf32)
+{
+    const simgpu_profile *p = simgpu_profile_of(simgpu_stream_device(s));
+    double peak = p->fp32_flops;
+    if (tf32 && p->tf32_flops > 0 && simgpu_tf32_allowed())
+        peak = p->tf32_flops;
+    if (efficiency <= 0)
+        efficiency = 1e-3;
+    if (efficiency > 1)
+        efficiency = 1;
+    return flops / (peak * efficiency) * 1e9;
+}
+
 double simgpu_mem_time_ns(CUstream s, double bytes)
 {
     const simgpu_profile *p = simgpu_profile_of(simgpu_stream_device(s));
@@ -277,12 +437,7 @@ double simgpu_mem_time_ns(CUstream s, double bytes)
 
 double simgpu_flop_time_ns(CUstream s, double flops, double efficiency)
 {
-    const simgpu_profile *p = simgpu_profile_of(simgpu_stream_device(s));
-    if (efficiency <= 0)
-        efficiency = 1e-3;
-    if (efficiency > 1)
-        efficiency = 1;
-    return flops / (p->fp32_flops * efficiency) * 1e9;
+    return simgpu_math_time_ns(s, flops, efficiency, 0);
 }
 
 uint64_t sim_device_done_locked(int dev)

@@ -207,7 +207,30 @@ static int compute_off_touches_nothing(void)
     return 0;
 }
 
+/* cuBLAS does not use TF32 unless asked: the default math mode runs an
+ * SGEMM at the FP32 rate, CUBLAS_TF32_TENSOR_OP_MATH on the h100's TF32
+ * tensor cores, and SIMGPU_TF32=0 (like NVIDIA_TF32_OVERRIDE=0) refuses
+ * that request. TEST_EXPECT_TF32=1: the request must pay off. */
+static int gemm_tf32_math_mode(void)
+{
+    struct timed t;
+    CHILD_CHECK(timed_open(&t) == 0);
+    double fp32 = gemm_seconds(&t, 8192, 8192, 8192);
+    double ideal = 2.0 * 8192.0 * 8192.0 * 8192.0 / H100_FP32_FLOPS;
+    CHILD_CHECK(fp32 > ideal);
+    CHILD_CHECK(cublasSetMathMode(t.h, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS);
+    double tf32 = gemm_seconds(&t, 8192, 8192, 8192);
+    const char *e = getenv("TEST_EXPECT_TF32");
+    fprintf(stderr, "sgemm 8192^3: default %.3f ms, TF32 mode %.3f ms\n", fp32 * 1e3, tf32 * 1e3);
+    if (e && !strcmp(e, "1"))
+        CHILD_CHECK(tf32 < fp32 / 4);
+    else
+        CHILD_CHECK(tf32 == fp32);
+    return timed_close(&t);
+}
+
 static const struct sim_child_body k_children[] = {
+    {"gemm_tf32_math_mode", gemm_tf32_math_mode},
     {"hopper_default_workspace", hopper_default_workspace},
     {"gemm_time_follows_flops", gemm_time_follows_flops},
     {"gemm_wave_quantization", gemm_wave_quantization},
@@ -228,6 +251,15 @@ static void test_gemm_wave_quantization(void **state) { (void)state; run_child("
 static void test_saxpy_time_follows_bytes(void **state) { (void)state; run_child("saxpy_time_follows_bytes"); }
 static void test_compute_off_touches_nothing(void **state) { (void)state; run_child("compute_off_touches_nothing"); }
 
+static void test_gemm_tf32_math_mode(void **state)
+{
+    (void)state;
+    const char *on[] = {"SIMGPU_COMPUTE=0", "SIMGPU_PROFILE=h100", "TEST_EXPECT_TF32=1", NULL};
+    const char *off[] = {"SIMGPU_COMPUTE=0", "SIMGPU_PROFILE=h100", "SIMGPU_TF32=0", NULL};
+    assert_true(CHILD_OK(sim_child_run(on, "gemm_tf32_math_mode")));
+    assert_true(CHILD_OK(sim_child_run(off, "gemm_tf32_math_mode")));
+}
+
 int main(int argc, char **argv)
 {
     sim_child_main(argc, argv, k_children, sizeof k_children / sizeof k_children[0]);
@@ -237,6 +269,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gemm_wave_quantization),
         cmocka_unit_test(test_saxpy_time_follows_bytes),
         cmocka_unit_test(test_compute_off_touches_nothing),
+        cmocka_unit_test(test_gemm_tf32_math_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

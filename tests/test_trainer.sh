@@ -133,6 +133,15 @@ for spec in "vgg --depth 16 --batch 32" "resnet --depth 50 --batch 32"; do
         "$TMP/$tag.out" "$TMP/$tag.err"
 done
 
+# --phase-times: each iteration's data, forward, backward and update times
+# follow its line and add up to the iteration's time.
+SIMGPU_PROFILE=titanx run phases --net resnet --depth 50 --batch 16 --iters 2 --phase-times
+awk '$1 == "iter" { t[$2] = $6 }
+     $1 == "phases" { n++; s = $4 + $6 + $8 + $10
+                      if ($4 <= 0 || $6 <= 0 || $8 <= 0 || $10 <= 0 || s < t[$2] - 0.01 || s > t[$2] + 0.01) bad++ }
+     END { exit !(n == 2 && !bad) }' "$TMP/phases.out" && [ "$(rc_of phases)" -eq 0 ]
+check "--phase-times: data, forward, backward and update add up to each iteration's time" $? "$TMP/phases.out"
+
 # 7. Out of memory on the 12 GB K40 where Caffe runs out too.
 for spec in "vgg --depth 16 --batch 256" "resnet --depth 152 --batch 64"; do
     tag=oom-${spec%% *}

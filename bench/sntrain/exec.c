@@ -1012,14 +1012,33 @@ float trainer_iteration(trainer *tr)
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaEventRecord(start, 0));
     tr->training = 1;
+    /* --phase-times: events after the data step, the last forward step (the
+     * loss) and the last backward step, so that published forward+backward
+     * figures, which leave out data loading and the update, can be compared. */
+    int L = tr->n->nlayers;
+    int marks[3] = {0, L - 1, 2 * L - 2};
+    cudaEvent_t mark_ev[3];
+    int nmarks = tr->opt->phase_times ? 3 : 0;
+    for (int i = 0; i < nmarks; i++)
+        CUDA_CHECK(cudaEventCreate(&mark_ev[i]));
     uses u = {0};
-    for (int s = 0; s < tr->nsteps; s++)
+    for (int s = 0, m = 0; s < tr->nsteps; s++) {
         run_step(tr, s, &u);
+        if (m < nmarks && s == marks[m])
+            CUDA_CHECK(cudaEventRecord(mark_ev[m++], 0));
+    }
     free(u.ids);
     CUDA_CHECK(cudaEventRecord(stop, 0));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (nmarks) {
+        cudaEvent_t edges[5] = {start, mark_ev[0], mark_ev[1], mark_ev[2], stop};
+        for (int i = 0; i < 4; i++)
+            CUDA_CHECK(cudaEventElapsedTime(&tr->phase_ms[i], edges[i], edges[i + 1]));
+        for (int i = 0; i < nmarks; i++)
+            CUDA_CHECK(cudaEventDestroy(mark_ev[i]));
+    }
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
     trainer_sample_memory(tr);

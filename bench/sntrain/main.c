@@ -3,6 +3,8 @@
  * parse (format documented in docs/trainer.md; keep it stable):
  *
  *   iter <i> loss <loss> time <ms> ms     one line per iteration, stdout
+ *   phases <i> data <ms> forward <ms> backward <ms> update <ms>
+ *                                         after it, with --phase-times
  *   checksum <16 hex digits>              FNV-1a of all learned weights
  *   peak <N> MiB                          largest device memory in use
  *   images/s <rate>                       over iterations 2.. (all if one)
@@ -50,6 +52,8 @@ static void usage(FILE *f)
             "                        (default: caffe 8, darknet and dynamic 1024)\n"
             "  --kernels             do the SGD update and the loss gradient as kernel\n"
             "                        launches of host functions (simulated device only)\n"
+            "  --phase-times         after each iteration line, print the device time of\n"
+            "                        its data loading, forward, backward and update steps\n"
             "  --dump-graph FILE     write the layer list (type, shapes, inputs, outputs)\n"
             "  --help                this text\n"
             "\n"
@@ -98,7 +102,7 @@ int main(int argc, char **argv)
     o.workspace_limit_mib = -1;
 
     enum { O_NET = 256, O_DEPTH, O_WIDTH, O_BATCH, O_INPUT, O_CLASSES, O_ITERS, O_ALLOC, O_SEED,
-           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_DUMP, O_HELP };
+           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_HELP };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},
         {"depth", required_argument, 0, O_DEPTH},
@@ -114,6 +118,7 @@ int main(int argc, char **argv)
         {"weight-decay", required_argument, 0, O_WD},
         {"workspace-limit", required_argument, 0, O_WS},
         {"kernels", no_argument, 0, O_KERNELS},
+        {"phase-times", no_argument, 0, O_PHASES},
         {"dump-graph", required_argument, 0, O_DUMP},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
@@ -174,6 +179,7 @@ int main(int argc, char **argv)
             o.workspace_limit_mib = v;
             break;
         case O_KERNELS: o.kernels = 1; break;
+        case O_PHASES: o.phase_times = 1; break;
         case O_DUMP: o.dump_graph = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return EXIT_USAGE;
@@ -222,6 +228,9 @@ int main(int argc, char **argv)
         if (i > 0 || o.iters == 1)
             timed_ms += ms;
         printf("iter %d loss %.6f time %.3f ms\n", i + 1, tr.loss, ms);
+        if (o.phase_times)
+            printf("phases %d data %.3f forward %.3f backward %.3f update %.3f ms\n", i + 1,
+                   tr.phase_ms[0], tr.phase_ms[1], tr.phase_ms[2], tr.phase_ms[3]);
         fflush(stdout);
     }
     uint64_t sum = trainer_checksum(&tr);

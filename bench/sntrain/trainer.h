@@ -35,6 +35,7 @@ typedef struct train_options {
     float lr, momentum, weight_decay;
     long workspace_limit_mib; /* < 0: the style's default */
     int kernels;              /* element-wise steps as host-function kernel launches */
+    int phase_times;          /* time data, forward, backward and update separately */
     const char *dump_graph;
 } train_options;
 
@@ -165,6 +166,9 @@ typedef struct trainer {
     size_t peak_used, held_bytes, total_bytes;
     int held_count;
     int kernels_ready;
+    /* --phase-times: device ms of the last iteration's data loading, forward
+     * pass (loss included), backward pass and weight update */
+    float phase_ms[4];
 } trainer;
 
 int trainer_setup(trainer *tr, const train_options *opt, net *n);

@@ -9,7 +9,9 @@
  * in whole tiles, and tiles run in waves of one tile per SM, so a GEMM that
  * leaves SMs idle in its last wave pays for them. The fixed launch cost is
  * added by simgpu_enqueue from the profile. Every constant and its source
- * is listed in docs/sim-cublas.md.
+ * is listed in docs/sim-cublas.md. Single-precision GEMMs run at the FP32
+ * rate unless the handle's math mode is CUBLAS_TF32_TENSOR_OP_MATH: unlike
+ * cuDNN, cuBLAS does not use TF32 by default.
  */
 #include "sim/cublas/cublas_internal.h"
 
@@ -26,7 +28,13 @@ static double ceil_div(double a, double b)
  * tile is split finer so that the device fills up. */
 static const int k_tile_edges[] = {128, 64, 32};
 
-double simblas_gemm_ns(cudaStream_t s, int64_t m, int64_t n, int64_t k, int64_t batch, double bytes)
+int simblas_tf32(cublasMath_t mode)
+{
+    /* The mode may carry CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION. */
+    return ((int)mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH;
+}
+
+double simblas_gemm_ns(cudaStream_t s, int64_t m, int64_t n, int64_t k, int64_t batch, double bytes, int tf32)
 {
     if (m <= 0 || n <= 0 || batch <= 0)
         return 0;
@@ -46,7 +54,7 @@ double simblas_gemm_ns(cudaStream_t s, int64_t m, int64_t n, int64_t k, int64_t 
     double waves = ceil_div(tiles, sms);
     /* Every SM of every wave is charged a full tile's work. */
     double charged_flops = waves * sms * 2.0 * edge * edge * (double)k;
-    double math_ns = simgpu_flop_time_ns((CUstream)s, charged_flops, SIMBLAS_GEMM_EFFICIENCY);
+    double math_ns = simgpu_math_time_ns((CUstream)s, charged_flops, SIMBLAS_GEMM_EFFICIENCY, tf32);
     return math_ns > mem_ns ? math_ns : mem_ns;
 }
 

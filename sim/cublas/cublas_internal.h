@@ -107,9 +107,12 @@ void simblas_check_workspace(cublasHandle_t h, const char *what);
 
 /* Modelled duration of a GEMM (or a batch of equal GEMMs) on stream s:
  * the larger of its math time, with tile and wave quantization on the
- * device's SMs, and its memory time. */
+ * device's SMs, and its memory time. tf32: the handle's math mode allows
+ * TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH); the default mode does not. */
 double simblas_gemm_ns(cudaStream_t s, int64_t m, int64_t n, int64_t k, int64_t batch,
-                       double bytes);
+                       double bytes, int tf32);
+/* Whether the handle's math mode asks for TF32 tensor-core math. */
+int simblas_tf32(cublasMath_t mode);
 /* Modelled duration of a memory-bound routine moving bytes and doing flops. */
 double simblas_stream_ns(cudaStream_t s, double bytes, double flops);
 /* DRAM bytes read or written for n elements of a vector at stride inc. */

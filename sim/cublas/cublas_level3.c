@@ -201,7 +201,8 @@ static cublasStatus_t gemm_batch(cublasHandle_t handle, const struct operand_nam
     double per = (double)m * n * (reads_c ? 2 : 1);
     if (reads_ab)
         per += (double)m * k + (double)k * n;
-    double ns = simblas_gemm_ns(handle->stream, m, n, reads_ab ? k : 0, batch, per * batch * sizeof(float));
+    double ns = simblas_gemm_ns(handle->stream, m, n, reads_ab ? k : 0, batch, per * batch * sizeof(float),
+                                simblas_tf32(handle->math_mode));
     simgpu_enqueue((CUstream)handle->stream, SIMGPU_COMPUTE, ns, names->routine);
     return CUBLAS_STATUS_SUCCESS;
 }

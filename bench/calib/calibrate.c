@@ -1,0 +1,251 @@
+/*
+ * calibrate.c — the per-operation half of the simulator's calibration: it
+ * times single cuDNN convolutions and host<->device copies the way the
+ * published benchmarks it is compared with do, so that bench/calibrate.sh
+ * can put the simulated figure next to the published one.
+ *
+ *   calibrate conv W H C N K R S PAD_W PAD_H STRIDE_W STRIDE_H
+ *       DeepBench's conv_bench: each operation's algorithm from
+ *       cudnnFind*Algorithm (the fastest, no workspace limit), one warm-up
+ *       call, then the mean of repeated calls; prints
+ *       "conv fwd <ms> bwd_data <ms> bwd_filter <ms> total <ms>", then
+ *       "algos fwd <a> bwd_data <a> bwd_filter <a>" (the algorithms found)
+ *   calibrate copy h2d|d2h BYTES
+ *       CUDA's bandwidthTest: repeated cudaMemcpyAsync between pinned host
+ *       memory and the device, timed with events; prints "copy <dir> <GB/s>"
+ *   calibrate duplex BYTES
+ *       nvbandwidth's host_to_device_bidirectional_memcpy_ce: a stream of
+ *       copies in each direction at once against the same copies alone;
+ *       prints "duplex one_way <GB/s> both_ways <GB/s> ratio <both/one>"
+ *
+ * Like the reference trainer it is an ordinary CUDA program (real headers,
+ * real import libraries): LD_LIBRARY_PATH decides whether it runs on the
+ * simulator or on a GPU. Exit status 0, 1 on a CUDA or cuDNN error, 2 on
+ * bad usage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#define REPEATS 10
+
+static void die_cuda(cudaError_t e, const char *what)
+{
+    fprintf(stderr, "calibrate: %s: %s\n", what, cudaGetErrorString(e));
+    exit(1);
+}
+static void die_cudnn(cudnnStatus_t s, const char *what)
+{
+    fprintf(stderr, "calibrate: %s: %s\n", what, cudnnGetErrorString(s));
+    exit(1);
+}
+#define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) die_cuda(e_, #call); } while (0)
+#define DK(call) do { cudnnStatus_t s_ = (call); if (s_ != CUDNN_STATUS_SUCCESS) die_cudnn(s_, #call); } while (0)
+
+static void *dev_alloc(size_t bytes)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, bytes ? bytes : 1));
+    return p;
+}
+
+/* ---- convolutions -------------------------------------------------------- */
+
+struct conv {
+    cudnnHandle_t h;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t c;
+    void *dx, *dw, *dy, *ws;
+    size_t ws_bytes;
+};
+
+/* Mean device time of REPEATS calls of op after one warm-up call. */
+static double time_op(struct conv *v, int which, int algo)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i <= REPEATS; i++) {
+        if (i == 1)
+            CK(cudaEventRecord(a, 0));
+        switch (which) {
+        case 0:
+            DK(cudnnConvolutionForward(v->h, &one, v->x, v->dx, v->w, v->dw, v->c, algo, v->ws, v->ws_bytes,
+                                       &zero, v->y, v->dy));
+            break;
+        case 1:
+            DK(cudnnConvolutionBackwardData(v->h, &one, v->w, v->dw, v->y, v->dy, v->c, algo, v->ws,
+                                            v->ws_bytes, &zero, v->x, v->dx));
+            break;
+        default:
+            DK(cudnnConvolutionBackwardFilter(v->h, &one, v->x, v->dx, v->y, v->dy, v->c, algo, v->ws,
+                                              v->ws_bytes, &zero, v->w, v->dw));
+            break;
+        }
+    }
+    CK(cudaEventRecord(b, 0));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return ms / REPEATS;
+}
+
+static void ensure_workspace(struct conv *v, size_t bytes)
+{
+    if (bytes <= v->ws_bytes)
+        return;
+    if (v->ws)
+        CK(cudaFree(v->ws));
+    v->ws = dev_alloc(bytes);
+    v->ws_bytes = bytes;
+}
+
+static int run_conv(char **a)
+{
+    int w = atoi(a[0]), hgt = atoi(a[1]), c = atoi(a[2]), n = atoi(a[3]), k = atoi(a[4]);
+    int r = atoi(a[5]), s = atoi(a[6]), pw = atoi(a[7]), ph = atoi(a[8]), sw = atoi(a[9]), sh = atoi(a[10]);
+    if (w < 1 || hgt < 1 || c < 1 || n < 1 || k < 1 || r < 1 || s < 1 || pw < 0 || ph < 0 || sw < 1 || sh < 1) {
+        fprintf(stderr, "calibrate: conv: bad shape\n");
+        return 2;
+    }
+    struct conv v;
+    memset(&v, 0, sizeof v);
+    DK(cudnnCreate(&v.h));
+    DK(cudnnCreateTensorDescriptor(&v.x));
+    DK(cudnnCreateTensorDescriptor(&v.y));
+    DK(cudnnCreateFilterDescriptor(&v.w));
+    DK(cudnnCreateConvolutionDescriptor(&v.c));
+    /* DeepBench's R is the filter's height and S its width (its README:
+     * "R = 5, S = 20" for a 700-wide, 161-high input). */
+    DK(cudnnSetTensor4dDescriptor(v.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hgt, w));
+    DK(cudnnSetFilter4dDescriptor(v.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, s));
+    DK(cudnnSetConvolution2dDescriptor(v.c, ph, pw, sh, sw, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    int on, oc, oh, ow;
+    DK(cudnnGetConvolution2dForwardOutputDim(v.c, v.x, v.w, &on, &oc, &oh, &ow));
+    DK(cudnnSetTensor4dDescriptor(v.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, on, oc, oh, ow));
+    v.dx = dev_alloc((size_t)n * c * hgt * w * sizeof(float));
+    v.dw = dev_alloc((size_t)k * c * r * s * sizeof(float));
+    v.dy = dev_alloc((size_t)on * oc * oh * ow * sizeof(float));
+
+    int got = 0;
+    cudnnConvolutionFwdAlgoPerf_t fp;
+    DK(cudnnFindConvolutionForwardAlgorithm(v.h, v.x, v.w, v.c, v.y, 1, &got, &fp));
+    cudnnConvolutionBwdDataAlgoPerf_t dp;
+    DK(cudnnFindConvolutionBackwardDataAlgorithm(v.h, v.w, v.y, v.c, v.x, 1, &got, &dp));
+    cudnnConvolutionBwdFilterAlgoPerf_t wp;
+    DK(cudnnFindConvolutionBackwardFilterAlgorithm(v.h, v.x, v.y, v.c, v.w, 1, &got, &wp));
+    ensure_workspace(&v, fp.memory);
+    double t_fwd = time_op(&v, 0, fp.algo);
+    ensure_workspace(&v, dp.memory);
+    double t_bd = time_op(&v, 1, dp.algo);
+    ensure_workspace(&v, wp.memory);
+    double t_bf = time_op(&v, 2, wp.algo);
+    printf("conv fwd %.4f bwd_data %.4f bwd_filter %.4f total %.4f ms\n", t_fwd, t_bd, t_bf, t_fwd + t_bd + t_bf);
+    printf("algos fwd %d bwd_data %d bwd_filter %d\n", (int)fp.algo, (int)dp.algo, (int)wp.algo);
+    CK(cudaFree(v.dx));
+    CK(cudaFree(v.dw));
+    CK(cudaFree(v.dy));
+    if (v.ws)
+        CK(cudaFree(v.ws));
+    DK(cudnnDestroyTensorDescriptor(v.x));
+    DK(cudnnDestroyTensorDescriptor(v.y));
+    DK(cudnnDestroyFilterDescriptor(v.w));
+    DK(cudnnDestroyConvolutionDescriptor(v.c));
+    DK(cudnnDestroy(v.h));
+    return 0;
+}
+
+/* ---- copies -------------------------------------------------------------- */
+
+/* Milliseconds for `count` copies on each of the streams given (h2d and/or
+ * d2h; NULL: that direction idle), from a common start to the last end. */
+static float time_copies(cudaStream_t h2d, cudaStream_t d2h, void *host_src, void *host_dst, void *dev_src,
+                         void *dev_dst, size_t bytes, int count)
+{
+    cudaEvent_t start, a, b;
+    CK(cudaEventCreate(&start));
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(start, h2d ? h2d : d2h));
+    if (h2d && d2h)
+        CK(cudaStreamWaitEvent(d2h, start, 0));
+    for (int i = 0; i < count; i++) {
+        if (h2d)
+            CK(cudaMemcpyAsync(dev_dst, host_src, bytes, cudaMemcpyHostToDevice, h2d));
+        if (d2h)
+            CK(cudaMemcpyAsync(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost, d2h));
+    }
+    if (h2d)
+        CK(cudaEventRecord(a, h2d));
+    if (d2h)
+        CK(cudaEventRecord(b, d2h));
+    CK(cudaDeviceSynchronize());
+    float ms_a = 0, ms_b = 0;
+    if (h2d)
+        CK(cudaEventElapsedTime(&ms_a, start, a));
+    if (d2h)
+        CK(cudaEventElapsedTime(&ms_b, start, b));
+    CK(cudaEventDestroy(start));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return ms_a > ms_b ? ms_a : ms_b;
+}
+
+static int run_copy(const char *dir, const char *size, int duplex)
+{
+    char *end;
+    unsigned long long bytes = strtoull(size, &end, 10);
+    if (*end || bytes == 0 || (!duplex && strcmp(dir, "h2d") && strcmp(dir, "d2h"))) {
+        fprintf(stderr, "calibrate: copy: expected h2d|d2h and a byte count\n");
+        return 2;
+    }
+    void *hs, *hd;
+    CK(cudaMallocHost(&hs, bytes));
+    CK(cudaMallocHost(&hd, bytes));
+    void *ds = dev_alloc(bytes), *dd = dev_alloc(bytes);
+    cudaStream_t s1, s2;
+    CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    const int count = REPEATS;
+    double gb = (double)bytes * count / 1e9;
+    if (!duplex) {
+        int h = !strcmp(dir, "h2d");
+        time_copies(h ? s1 : NULL, h ? NULL : s2, hs, hd, ds, dd, bytes, 1); /* warm-up */
+        float ms = time_copies(h ? s1 : NULL, h ? NULL : s2, hs, hd, ds, dd, bytes, count);
+        printf("copy %s %.2f GB/s\n", dir, gb / (ms / 1e3));
+    } else {
+        float one = time_copies(s1, NULL, hs, hd, ds, dd, bytes, count);
+        float both = time_copies(s1, s2, hs, hd, ds, dd, bytes, count);
+        double one_way = gb / (one / 1e3), both_ways = 2 * gb / (both / 1e3);
+        printf("duplex one_way %.2f both_ways %.2f ratio %.3f\n", one_way, both_ways, both_ways / one_way);
+    }
+    CK(cudaStreamDestroy(s1));
+    CK(cudaStreamDestroy(s2));
+    CK(cudaFree(ds));
+    CK(cudaFree(dd));
+    CK(cudaFreeHost(hs));
+    CK(cudaFreeHost(hd));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 13 && !strcmp(argv[1], "conv"))
+        return run_conv(argv + 2);
+    if (argc == 4 && !strcmp(argv[1], "copy"))
+        return run_copy(argv[2], argv[3], 0);
+    if (argc == 3 && !strcmp(argv[1], "duplex"))
+        return run_copy("", argv[2], 1);
+    fprintf(stderr, "usage: calibrate conv W H C N K R S PAD_W PAD_H STRIDE_W STRIDE_H\n"
+                    "       calibrate copy h2d|d2h BYTES\n"
+                    "       calibrate duplex BYTES\n");
+    return 2;
+}
