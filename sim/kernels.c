@@ -6,10 +6,12 @@
  * __cudaRegisterFunction) have no CPU implementation: with SIMGPU_COMPUTE=0
  * their launches are modelled with a nominal duration, so nvcc-built programs
  * load and run for timing and memory studies; with compute on they fail the
- * way CUDA reports a missing kernel image. Host functions registered through
- * sim/simgpu.h are real: they run in stream order on the CPU and report their
- * parameter layout through cudaFuncGetParamInfo, so kernel-launch
- * interception can be tested end to end.
+ * way CUDA reports a missing kernel image. Their parameter layouts come from
+ * the fat binary's metadata (sim/fatbin.c), read when first asked for, as
+ * the real driver's cudaFuncGetParamInfo answers. Host functions registered
+ * through sim/simgpu.h are real: they run in stream order on the CPU and
+ * report their parameter layout through cudaFuncGetParamInfo, so
+ * kernel-launch interception can be tested end to end.
  *
  * nvcc 13's stubs launch through __cudaGetKernel + __cudaPopCallConfiguration
  * + __cudaLaunchKernel(cudaKernel_t, ...); the kernel handle we hand out is
@@ -26,6 +28,7 @@
 #include <cuda_runtime_api.h>
 #include <uthash.h>
 
+#include "sim/fatbin.h"
 #include "sim/simcore.h"
 #include "sim/simgpu.h"
 #include "sim/simrt.h"
@@ -36,17 +39,30 @@
 
 enum { KERNEL_FATBIN = 1, KERNEL_HOST = 2 };
 
+/* nparams of a fat-binary kernel before its layout has been looked up, and
+ * when its fat binary says nothing readable about it. */
+#define LAYOUT_UNREAD (-2)
+#define LAYOUT_UNKNOWN (-1)
+
+struct fatbin;
+
+/* Registered functions are never removed (a stale host stub still finds its
+ * entry); what may change, under g_klock, is a fat-binary kernel's layout
+ * and fat binary. */
 struct kernel {
     const void *key;              /* host stub or host function */
     int kind;
     simgpu_host_kernel_fn fn;
-    char name[128];
+    char name[128];               /* label on the timeline */
+    char *symbol;                 /* fat-binary kernel: its device symbol, whole */
+    struct fatbin *fatbin;        /* ... and where it came from, while registered */
     int nparams;
-    size_t offset[SIM_MAX_PARAMS], size[SIM_MAX_PARAMS];
+    struct simfb_param *params;
     UT_hash_handle hh;
 };
 
 static struct kernel *g_kernels;
+/* Guards the kernel table, the fat-binary list and layout reading. */
 static pthread_mutex_t g_klock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct kernel *kernel_lookup(const void *key)
@@ -80,8 +96,15 @@ static struct kernel *kernel_add(const void *key, int kind, const char *name)
         k->key = key;
         HASH_ADD_PTR(g_kernels, key, k);
     }
+    /* A function registered again (a library loaded anew) starts over. */
     k->kind = kind;
     strncpy(k->name, name ? name : "?", sizeof k->name - 1);
+    free(k->symbol);
+    k->symbol = NULL;
+    k->fatbin = NULL;
+    free(k->params);
+    k->params = NULL;
+    k->nparams = LAYOUT_UNKNOWN;
     pthread_mutex_unlock(&g_klock);
     return k;
 }
@@ -93,28 +116,51 @@ int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name,
 {
     if (!fn || nparams < 0 || nparams > SIM_MAX_PARAMS || (nparams && !sizes))
         return -1;
-    struct kernel *k = kernel_add((const void *)fn, KERNEL_HOST, name);
-    if (!k)
+    struct simfb_param *params = NULL;
+    if (nparams && !(params = calloc((size_t)nparams, sizeof *params)))
         return -1;
-    k->fn = fn;
-    k->nparams = nparams;
     size_t off = 0;
     for (int i = 0; i < nparams; i++) {
         size_t a = sizes[i] >= 8 ? 8 : sizes[i] >= 4 ? 4 : sizes[i] >= 2 ? 2 : 1;
         off = (off + a - 1) / a * a;
-        k->offset[i] = off;
-        k->size[i] = sizes[i];
+        params[i].offset = (uint32_t)off;
+        params[i].size = (uint32_t)sizes[i];
         off += sizes[i];
     }
+    struct kernel *k = kernel_add((const void *)fn, KERNEL_HOST, name);
+    if (!k) {
+        free(params);
+        return -1;
+    }
+    pthread_mutex_lock(&g_klock);
+    k->fn = fn;
+    k->params = params;
+    k->nparams = nparams;
+    pthread_mutex_unlock(&g_klock);
     return 0;
 }
 
 /* ---- nvcc registration ------------------------------------------------------ */
 
 /* Registered fat binaries stay listed until unregistered, as the runtime
- * keeps its modules; the handle is the address of the first member. */
-struct fatbin { void *cubin; struct fatbin *next; };
+ * keeps its modules; the handle is the address of the first member. Their
+ * metadata is read when the first layout of one of their kernels is asked
+ * for, once. */
+struct fatbin {
+    void *cubin;                  /* the __fatBinC_Wrapper_t nvcc registers */
+    struct fatbin *next;
+    int read;
+    simfb *meta;                  /* NULL: nothing readable */
+};
 static struct fatbin *g_fatbins;
+
+static struct fatbin *fatbin_of_locked(void **handle)
+{
+    for (struct fatbin *f = g_fatbins; f; f = f->next)
+        if (&f->cubin == handle)
+            return f;
+    return NULL;
+}
 
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
@@ -138,6 +184,15 @@ void __cudaUnregisterFatBinary(void **handle)
         if (&(*pp)->cubin == handle) {
             struct fatbin *f = *pp;
             *pp = f->next;
+            /* Its kernels keep a layout already read; the others have
+             * nothing left to read it from. */
+            for (struct kernel *k = g_kernels; k; k = k->hh.next)
+                if (k->fatbin == f) {
+                    k->fatbin = NULL;
+                    if (k->nparams == LAYOUT_UNREAD)
+                        k->nparams = LAYOUT_UNKNOWN;
+                }
+            simfb_free(f->meta);
             free(f);
             break;
         }
@@ -147,8 +202,18 @@ void __cudaUnregisterFatBinary(void **handle)
 void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
-    (void)handle; (void)deviceFun; (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
-    kernel_add(hostFun, KERNEL_FATBIN, deviceName);
+    (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
+    struct kernel *k = kernel_add(hostFun, KERNEL_FATBIN, deviceName);
+    if (!k)
+        return;
+    /* The metadata is keyed by the device symbol (deviceFun); nvcc passes
+     * the same string as deviceName. */
+    const char *symbol = deviceFun ? deviceFun : deviceName;
+    pthread_mutex_lock(&g_klock);
+    k->symbol = symbol ? strdup(symbol) : NULL;
+    k->fatbin = fatbin_of_locked(handle);
+    k->nparams = k->symbol && k->fatbin ? LAYOUT_UNREAD : LAYOUT_UNKNOWN;
+    pthread_mutex_unlock(&g_klock);
 }
 
 void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
@@ -235,7 +300,7 @@ static cudaError_t capture_launch(const struct kernel *k, dim3 grid, dim3 block,
     size_t bytes = 0;
     int copy = k->kind == KERNEL_HOST && args && k->nparams > 0;
     if (copy)
-        bytes = k->offset[k->nparams - 1] + k->size[k->nparams - 1];
+        bytes = k->params[k->nparams - 1].offset + k->params[k->nparams - 1].size;
     struct launch_node *n = calloc(1, sizeof *n + bytes);
     if (!n)
         return simrt_fail(cudaErrorMemoryAllocation);
@@ -243,8 +308,8 @@ static cudaError_t capture_launch(const struct kernel *k, dim3 grid, dim3 block,
     n->grid = grid;
     n->block = block;
     for (int i = 0; copy && i < k->nparams; i++) {
-        memcpy(n->data + k->offset[i], args[i], k->size[i]);
-        n->argv[i] = n->data + k->offset[i];
+        memcpy(n->data + k->params[i].offset, args[i], k->params[i].size);
+        n->argv[i] = n->data + k->params[i].offset;
     }
     return simrt_error(simgpu_capture_callback((CUstream)s, run_launch_node, n, free, k->name));
 }
@@ -349,6 +414,20 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
     return cudaSuccess;
 }
 
+/* Reads a fat-binary kernel's layout on first use (parsing, and for
+ * compressed entries decompressing, is paid by programs that ask). */
+static void read_layout_locked(struct kernel *k)
+{
+    if (k->nparams != LAYOUT_UNREAD)
+        return;
+    struct fatbin *f = k->fatbin;
+    if (!f->read) {
+        f->read = 1;
+        f->meta = simfb_load(f->cubin);
+    }
+    k->nparams = f->meta ? simfb_params(f->meta, k->symbol, &k->params) : LAYOUT_UNKNOWN;
+}
+
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t index, size_t *offset, size_t *size)
 {
     struct kernel *k = kernel_lookup(func);
@@ -356,11 +435,16 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t index, size_t *offset,
         return simrt_fail(cudaErrorInvalidDeviceFunction);
     if (!offset || !size)
         return simrt_fail(cudaErrorInvalidValue);
-    /* Layouts of fat-binary kernels would need the cubin's metadata; the
-     * simulator has none, so it reports none, as for an unknown index. */
-    if (k->kind != KERNEL_HOST || index >= (size_t)k->nparams)
-        return simrt_fail(cudaErrorInvalidValue);
-    *offset = k->offset[index];
-    *size = k->size[index];
-    return cudaSuccess;
+    pthread_mutex_lock(&g_klock);
+    read_layout_locked(k);
+    /* A kernel whose metadata could not be read answers as for an index
+     * past its last parameter: callers must not take that for "no
+     * parameters" (libsn does not). */
+    int known = k->nparams >= 0 && index < (size_t)k->nparams;
+    if (known) {
+        *offset = k->params[index].offset;
+        *size = k->params[index].size;
+    }
+    pthread_mutex_unlock(&g_klock);
+    return known ? cudaSuccess : simrt_fail(cudaErrorInvalidValue);
 }

@@ -3,7 +3,10 @@
 
 SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
                   sim/pool.c sim/graph.c sim/driver.c
-SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/rtgraph.c
+SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/fatbin.c sim/rtgraph.c
+# Fat-binary entries nvcc compressed (zstd by default, LZ4 for
+# -compress-mode=speed) are unpacked with the Debian libraries.
+SIM_FATBIN_LIBS := -lzstd -llz4
 
 $(SIM_DIR)/libcuda.so.1: $(SIM_DRIVER_SRC:%.c=$(BUILD)/%.o) sim/libcuda.map
 	@mkdir -p $(dir $@)
@@ -14,7 +17,8 @@ $(SIM_DIR)/libcuda.so.1: $(SIM_DRIVER_SRC:%.c=$(BUILD)/%.o) sim/libcuda.map
 $(SIM_DIR)/libcudart.so.13: $(SIM_RUNTIME_SRC:%.c=$(BUILD)/%.o) sim/libcudart.map $(SIM_DIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-soname,libcudart.so.13 \
-	    -Wl,--version-script=sim/libcudart.map $(LDFLAGS) -L$(SIM_DIR) -l:libcuda.so.1 -lpthread -ldl -lm
+	    -Wl,--version-script=sim/libcudart.map $(LDFLAGS) -L$(SIM_DIR) -l:libcuda.so.1 $(SIM_FATBIN_LIBS) \
+	    -lpthread -ldl -lm
 	ln -sf libcudart.so.13 $(SIM_DIR)/libcudart.so
 
 SIM_LIBS := $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/libcudart.so.13
@@ -25,3 +29,9 @@ ALL_TARGETS += $(SIM_LIBS)
 $(BUILD)/sim_sample: $(BUILD)/sim/sample/sample.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA)
 ALL_TARGETS += $(BUILD)/sim_sample
+
+# The fat-binary reader on its own, fed with fat binaries built in memory
+# (sound, compressed, damaged), so it is tested where nvcc is not installed.
+$(BUILD)/tests/test_sim_fatbin: $(BUILD)/tests/test_sim_fatbin.o $(BUILD)/sim/fatbin.o
+	$(CC) -o $@ $^ $(LDFLAGS) $(SIM_FATBIN_LIBS) -lcmocka
+TEST_BINS += $(BUILD)/tests/test_sim_fatbin

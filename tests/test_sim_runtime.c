@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <fatbinary_section.h>
 
 #include "tests/sim_child.h"
 
@@ -947,6 +948,80 @@ static void test_kernel_launch_paths(void **state)
     cudaFree(d);
 }
 
+/* A fat binary as nvcc lays one out, holding a single uncompressed PTX
+ * entry (the reader's formats are tested in test_sim_fatbin.c; here, how
+ * registration, cudaFuncGetParamInfo and unregistration use it). */
+static unsigned char *ptx_fatbin(const char *ptx)
+{
+    size_t len = strlen(ptx), padded = (len + 7) / 8 * 8;
+    unsigned char *f = calloc(1, 16 + 64 + padded);
+    assert_non_null(f);
+    uint32_t magic = 0xBA55ED50, entry_header = 64;
+    uint16_t version = 1, header = 16, kind = 1;
+    uint64_t size = 64 + padded, flags = 0x11;
+    memcpy(f, &magic, 4);
+    memcpy(f + 4, &version, 2);
+    memcpy(f + 6, &header, 2);
+    memcpy(f + 8, &size, 8);
+    memcpy(f + 16, &kind, 2);
+    memcpy(f + 16 + 4, &entry_header, 4);
+    memcpy(f + 16 + 8, &padded, 8);
+    memcpy(f + 16 + 40, &flags, 8);
+    memcpy(f + 16 + 64, ptx, len);
+    return f;
+}
+
+static void test_fatbin_kernel_layouts(void **state)
+{
+    (void)state;
+    extern void **__cudaRegisterFatBinary(void *);
+    extern void __cudaRegisterFatBinaryEnd(void **);
+    extern void __cudaUnregisterFatBinary(void **);
+    extern void __cudaRegisterFunction(void **, const char *, char *, const char *, int, uint3 *, uint3 *,
+                                       dim3 *, dim3 *, int *);
+    static const char ptx[] = ".version 9.0\n.target sm_90\n.address_size 64\n\n"
+                              ".visible .entry _Z4axpyfPfS_i(\n"
+                              "\t.param .f32 _Z4axpyfPfS_i_param_0,\n"
+                              "\t.param .u64 _Z4axpyfPfS_i_param_1,\n"
+                              "\t.param .u64 _Z4axpyfPfS_i_param_2,\n"
+                              "\t.param .u32 _Z4axpyfPfS_i_param_3\n"
+                              ")\n{\n\tret;\n}\n"
+                              ".visible .entry _Z4filli(\n\t.param .u32 _Z4filli_param_0\n)\n{\n\tret;\n}\n";
+    unsigned char *fat = ptx_fatbin(ptx);
+    __fatBinC_Wrapper_t wrapper = {FATBINC_MAGIC, 1, (const unsigned long long *)fat, NULL};
+    static char axpy, fill, missing;
+    void **h = __cudaRegisterFatBinary(&wrapper);
+    __cudaRegisterFunction(h, &axpy, (char *)"_Z4axpyfPfS_i", "_Z4axpyfPfS_i", -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(h, &fill, (char *)"_Z4filli", "_Z4filli", -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(h, &missing, (char *)"_Z7missingv", "_Z7missingv", -1, NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFatBinaryEnd(h);
+
+    /* axpy(float, float *, float *, int), as the PTX lays it out. */
+    static const size_t want[][2] = {{0, 4}, {8, 8}, {16, 8}, {24, 4}};
+    size_t off, sz;
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(cudaFuncGetParamInfo(&axpy, i, &off, &sz), cudaSuccess);
+        assert_int_equal(off, want[i][0]);
+        assert_int_equal(sz, want[i][1]);
+    }
+    assert_int_equal(cudaFuncGetParamInfo(&axpy, 4, &off, &sz), cudaErrorInvalidValue);
+    assert_int_equal(cudaFuncGetParamInfo(&axpy, 0, NULL, &sz), cudaErrorInvalidValue);
+    /* A kernel the fat binary says nothing about has no layout. */
+    assert_int_equal(cudaFuncGetParamInfo(&missing, 0, &off, &sz), cudaErrorInvalidValue);
+    /* Nor does one whose fat binary is not a readable one. */
+    assert_int_equal(cudaFuncGetParamInfo(register_nvcc_kernel(), 0, &off, &sz), cudaErrorInvalidValue);
+
+    /* Once its fat binary is gone (and its memory with it), a layout read
+     * before stays; one never read has nothing left to be read from. */
+    __cudaUnregisterFatBinary(h);
+    memset(fat, 0, 16 + 64);
+    free(fat);
+    assert_int_equal(cudaFuncGetParamInfo(&axpy, 3, &off, &sz), cudaSuccess);
+    assert_int_equal(off, 24);
+    assert_int_equal(cudaFuncGetParamInfo(&fill, 0, &off, &sz), cudaErrorInvalidValue);
+    cudaGetLastError();
+}
+
 static int body_fatbin_compute_off(void)
 {
     dim3 g = {1, 1, 1};
@@ -1025,6 +1100,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_errors_as_cuda_reports_them),
         cmocka_unit_test(test_kernel_launch_paths),
         cmocka_unit_test(test_fatbin_kernels_model_with_compute_off),
+        cmocka_unit_test(test_fatbin_kernel_layouts),
         cmocka_unit_test(test_driver_entry_points_via_getprocaddress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

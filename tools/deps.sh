@@ -4,7 +4,8 @@
 # the command to run and fails. The CUDA 13 and cuDNN 9 headers are expected
 # under $CUDA_HOME (default /usr/local/cuda); they are not Debian packages.
 set -euo pipefail
-PACKAGES=(gcc make pkg-config uthash-dev libunwind-dev libopenblas-dev libcmocka-dev python3 valgrind)
+PACKAGES=(gcc make pkg-config uthash-dev libunwind-dev libopenblas-dev libcmocka-dev libzstd-dev liblz4-dev python3
+          valgrind)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
