@@ -223,6 +223,9 @@ int main(int argc, char **argv)
             timed_ms += ms;
         printf("iter %d loss %.6f time %.3f ms\n", i + 1, tr.loss, ms);
         fflush(stdout);
+        /* the second iteration is the steady one (the first clears momentum) */
+        if (o.dump_graph && (i == 1 || o.iters == 1) && trainer_dump_steps(&tr, o.dump_graph) != 0)
+            trainer_exit(EXIT_USAGE);
     }
     uint64_t sum = trainer_checksum(&tr);
     trainer_sample_memory(&tr);
