@@ -7,10 +7,11 @@
  * window, every access of a call knows the step that last wrote its tensor
  * before it ("its writer"); reads and writes are exact for cuDNN, cuBLAS,
  * copies and sets, and conservative for kernels (every tensor a kernel is
- * given may be read and written), so a kernel's accesses are used as weak
- * evidence only: they never make a dependency that decides where a pass
- * begins, and a kernel that touches a tensor for the first time is taken to
- * produce it.
+ * given may be read and written), so a kernel's accesses are weaker
+ * evidence: a kernel that touches a tensor for the first time is taken to
+ * produce it, one that touches a buffer the forward pass used may as well
+ * write it as read it, and a kernel's access never makes an output in
+ * place (an activation) into a new value.
  */
 #include "tracer/sn_model.h"
 
@@ -444,14 +445,13 @@ static int sn_can_extend(const sn_win *w, int T, int c, const int *cand, int nca
  * writes it before c: a buffer the program fills with computed values (a
  * loss kernel's scratch space) is not an input. Every other tensor the
  * pass touches is marked 2. */
-static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, char *seen, char *need)
+static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, char *seen)
 {
     const sn_trace *t = w->t;
     memset(input, 0, t->ntensors);
     memset(seen, 0, t->ntensors);
     if (T < s)
         return;
-    (void)need;
     uint64_t c0 = s > 0 ? w->step_call[w->s0 + (size_t)s - 1] + 1 : w->call_lo;
     uint64_t c1 = w->step_call[w->s0 + (size_t)T];
     for (uint64_t k = c0; k <= c1; k++) {
@@ -491,16 +491,16 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
 /* Where a forward pass ending at c begins when nothing is known about the
  * one before it, other than that it ended before lo: at the last arrival
  * of data in [lo, c] used on the way to c (a copy from the host, or a
- * device copy of what came from outside the window's computation), else
- * at lo. */
-static int sn_data_arrival(const sn_win *w, int lo, int c, char *need)
+ * device copy of what came from outside the window's computation). With
+ * none, at lo when anyway is set, else -1. */
+static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *need)
 {
     const sn_trace *t = w->t;
     for (int r = 0; r <= c; r++)
         need[r] = 0;
     need[c] = 1;
     sn_ancestors(w, lo - 1, c, need);
-    int best = lo;
+    int best = -1;
     for (uint64_t k = w->call_lo; k <= w->step_call[w->s0 + (size_t)c]; k++) {
         const sn_trace_call *e = &t->calls[k];
         int p = w->pos[k - w->call_lo];
@@ -539,6 +539,8 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, char *need)
             }
         }
     }
+    if (best < 0)
+        return anyway ? lo : -1;
     /* data arrives by a few copies in a row (images, labels) */
     while (best > lo) {
         const sn_trace_call *e = sn_wstep(w, best - 1);
@@ -568,7 +570,7 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, char *need)
 static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, char *need, char *input,
                          char *seen)
 {
-    sn_pass_inputs(w, s_prev, T_prev, c, input, seen, need);
+    sn_pass_inputs(w, s_prev, T_prev, c, input, seen);
     int lo = T_prev + 1, best = -1;
     int mn = w->n; /* min over [q, c] of the earliest writer a step there depends on */
     for (int q = c; q >= lo; q--) {
@@ -577,8 +579,6 @@ static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, char *n
             const sn_trace_access *a = sn_acc(w->t, e);
             const int *wr = sn_wwr(w, e);
             for (int j = 0; j < e->nacc; j++) {
-                /* what a copy from the host brings is new data, not a
-                 * dependency on the previous pass */
                 /* a kernel's touch is taken as a use only of what the
                  * previous forward pass did not touch (gradients, optimizer
                  * state): of a buffer it did, it may as well be a write.
@@ -691,12 +691,18 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     np = 0;
     int cur_start = 0, cur_turn = -1;
     /* the window may begin in the middle of a pass: the first pass found
-     * is the one ending at the second result the host reads, beginning
-     * where its data arrives */
-    for (int i = 1; i < ncand; i++) {
+     * ends at a later result the host reads and begins where its data
+     * arrives after the result before (or, when no data arrives by copy at
+     * all, right after it) */
+    for (int i = 1, anyway = 0; i < ncand; i++) {
         int c = cand[i];
         int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, need, mark, seen)
-                              : sn_data_arrival(w, cand[i - 1] + 1, c, need);
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, need);
+        if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
+            anyway = 1;
+            i = 0;
+            continue;
+        }
         if (q < 0) {
             if (cur_turn >= 0 && sn_can_extend(w, cur_turn, c, cand, ncand, need))
                 cur_turn = c;
@@ -1704,6 +1710,21 @@ static int sn_build_steps(sn_build *b, const sn_where *wh)
     return 0;
 }
 
+/* The first record of the log allocated at or after call k (records are
+ * made in call order). */
+static size_t sn_first_tensor_from(const sn_trace *t, uint64_t k)
+{
+    size_t lo = 0, hi = t->recorded_tensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->tensors[mid].alloc_call < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Model tensors: every allocation the iteration's calls touch. */
 static int sn_build_tensors(sn_build *b)
 {
@@ -1748,14 +1769,15 @@ static int sn_build_tensors(sn_build *b)
         }
     }
     /* identity: the n-th allocation from its call site in the iteration
-     * (allocations made and freed unused count too) */
+     * (allocations made and freed unused count too); the log's records are
+     * in allocation order */
+    size_t lo = sn_first_tensor_from(t, b->w.call_lo);
     for (int i = 0; i < m->ntensors; i++) {
         sn_model_tensor *mt = &m->tensors[i];
         if (!mt->alloc_in_iter)
             continue;
-        for (uint32_t x = 0; x < mt->id; x++)
-            mt->ordinal += t->tensors[x].alloc_call >= b->w.call_lo && t->tensors[x].site == mt->site &&
-                           sn_trace_counts_memory(t->tensors[x].kind);
+        for (size_t x = lo; x < mt->id; x++)
+            mt->ordinal += t->tensors[x].site == mt->site && sn_trace_counts_memory(t->tensors[x].kind);
     }
     return 0;
 }
@@ -1774,16 +1796,18 @@ static void sn_identity(sn_build *b, const sn_where *wh)
     size_t prev = c->base - c->P;
     uint64_t lo = prev > 0 ? c->step_call[prev - 1] + 1 : 0;
     uint64_t hi = b->w.call_lo;
+    size_t first = sn_first_tensor_from(t, lo);
     /* previous iteration's allocations, in order */
     for (int i = 0; i < m->ntensors; i++) {
         const sn_model_tensor *mt = &m->tensors[i];
         if (!mt->alloc_in_iter)
             continue;
         int k = 0, matched = 0;
-        for (size_t x = 0; x < t->ntensors && !matched; x++) {
+        for (size_t x = first; x < t->recorded_tensors && !matched; x++) {
             const sn_trace_tensor *y = &t->tensors[x];
-            if (y->alloc_call < lo || y->alloc_call >= hi || y->site != mt->site ||
-                !sn_trace_counts_memory(y->kind))
+            if (y->alloc_call >= hi)
+                break;
+            if (y->site != mt->site || !sn_trace_counts_memory(y->kind))
                 continue;
             if (k++ == mt->ordinal)
                 matched = y->bytes == mt->bytes;
