@@ -176,7 +176,7 @@ typedef struct conv {
 static void conv_setup(conv *l, int n, int c, int k, const conv *share)
 {
     memset(l, 0, sizeof *l);
-    CKDNN(cudnnCreate(&l->handle));
+    l->handle = corpus_dnn();
     l->c = c, l->k = k;
     l->w.count = (size_t)k * c * 9;
     l->b.count = (size_t)k;
@@ -235,9 +235,8 @@ typedef struct relu {
 
 static void relu_setup(relu *l, int n, int c, int hw)
 {
-    CKDNN(cudnnCreate(&l->handle));
-    CKDNN(cudnnCreateActivationDescriptor(&l->act));
-    CKDNN(cudnnSetActivationDescriptor(l->act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0));
+    l->handle = corpus_dnn();
+    l->act = corpus_relu();
     l->t = corpus_tensor(n, c, hw, hw);
 }
 
@@ -429,7 +428,7 @@ typedef struct loss {
 
 static void loss_setup(loss *l, int n)
 {
-    CKDNN(cudnnCreate(&l->handle));
+    l->handle = corpus_dnn();
     l->t = corpus_tensor(n, CLASSES, 1, 1);
     l->prob.count = (size_t)n * CLASSES;
 }
@@ -514,8 +513,8 @@ static void net_setup(net *t, int n, const net *share)
     relu_setup(&t->relu1, n, C1, HW);
     /* conv2 works on the pooled map */
     conv_setup(&t->conv2, n, C1, C2, share ? &share->conv2 : NULL);
-    cudnnDestroyTensorDescriptor(t->conv2.x);
-    cudnnDestroyTensorDescriptor(t->conv2.y);
+    corpus_drop(t->conv2.x);
+    corpus_drop(t->conv2.y);
     t->conv2.x = corpus_tensor(n, C1, HW / 2, HW / 2);
     t->conv2.y = corpus_tensor(n, C2, HW / 2, HW / 2);
     relu_setup(&t->relu2, n, C2, HW / 2);
@@ -559,7 +558,7 @@ int main(void)
 {
     corpus_register_common();
     caffe_register();
-    CKBLAS(cublasCreate(&blas));
+    blas = corpus_blas();
     net train, test;
     net_setup(&train, BATCH, NULL);
     net_setup(&test, TEST_BATCH, &train);
@@ -603,5 +602,6 @@ int main(void)
     printf("test after training: loss %.4f\n", net_forward(&test, 1));
     CK(cudaDeviceSynchronize());
     printf("caffe_like: loss %.4f -> %.4f\n", first, last);
+    corpus_release();
     return 0;
 }

@@ -447,12 +447,100 @@ static inline void kl_softmax_x_ent(int n, const float *p, const float *t, float
     corpus_launch(k_softmax_x_ent, n, a, 0);
 }
 
+/* ---- what a program holds: released at its end ----------------------------------- */
+
+/* Descriptors, handles and device buffers a program keeps until it ends
+ * are recorded here and released by corpus_release(), newest first, so
+ * that the sanitizer builds see no leak. */
+enum corpus_kind { CORPUS_TENSOR, CORPUS_FILTER, CORPUS_CONV, CORPUS_ACT, CORPUS_POOL, CORPUS_DROPOUT,
+                   CORPUS_DNN, CORPUS_BLAS, CORPUS_DEV };
+
+typedef struct corpus_owned {
+    int kind;
+    void *p;
+} corpus_owned;
+
+static corpus_owned *corpus_held;
+static int corpus_nheld, corpus_capheld;
+
+static inline void corpus_own(int kind, void *p)
+{
+    if (corpus_nheld == corpus_capheld) {
+        int cap = corpus_capheld ? corpus_capheld * 2 : 64;
+        corpus_owned *n = realloc(corpus_held, (size_t)cap * sizeof *n);
+        if (!n) {
+            fprintf(stderr, "corpus: out of host memory\n");
+            exit(1);
+        }
+        corpus_held = n;
+        corpus_capheld = cap;
+    }
+    corpus_held[corpus_nheld++] = (corpus_owned){kind, p};
+}
+
+static inline void corpus_destroy(const corpus_owned *o)
+{
+    switch (o->kind) {
+    case CORPUS_TENSOR: CKDNN(cudnnDestroyTensorDescriptor(o->p)); break;
+    case CORPUS_FILTER: CKDNN(cudnnDestroyFilterDescriptor(o->p)); break;
+    case CORPUS_CONV: CKDNN(cudnnDestroyConvolutionDescriptor(o->p)); break;
+    case CORPUS_ACT: CKDNN(cudnnDestroyActivationDescriptor(o->p)); break;
+    case CORPUS_POOL: CKDNN(cudnnDestroyPoolingDescriptor(o->p)); break;
+    case CORPUS_DROPOUT: CKDNN(cudnnDestroyDropoutDescriptor(o->p)); break;
+    case CORPUS_DNN: CKDNN(cudnnDestroy(o->p)); break;
+    case CORPUS_BLAS: CKBLAS(cublasDestroy(o->p)); break;
+    case CORPUS_DEV: CK(cudaFree(o->p)); break;
+    }
+}
+
+/* Releases one held object now (a descriptor made for one call). */
+static inline void corpus_drop(void *p)
+{
+    for (int i = corpus_nheld - 1; i >= 0; i--)
+        if (corpus_held[i].p == p) {
+            corpus_destroy(&corpus_held[i]);
+            corpus_held[i] = corpus_held[--corpus_nheld];
+            return;
+        }
+}
+
+static inline void corpus_release(void)
+{
+    /* device buffers before the handles that may still use them */
+    for (int i = corpus_nheld - 1; i >= 0; i--)
+        if (corpus_held[i].kind == CORPUS_DEV)
+            corpus_destroy(&corpus_held[i]);
+    for (int i = corpus_nheld - 1; i >= 0; i--)
+        if (corpus_held[i].kind != CORPUS_DEV)
+            corpus_destroy(&corpus_held[i]);
+    free(corpus_held);
+    corpus_held = NULL;
+    corpus_nheld = corpus_capheld = 0;
+}
+
+static inline cudnnHandle_t corpus_dnn(void)
+{
+    cudnnHandle_t h;
+    CKDNN(cudnnCreate(&h));
+    corpus_own(CORPUS_DNN, h);
+    return h;
+}
+
+static inline cublasHandle_t corpus_blas(void)
+{
+    cublasHandle_t h;
+    CKBLAS(cublasCreate(&h));
+    corpus_own(CORPUS_BLAS, h);
+    return h;
+}
+
 /* ---- cuDNN descriptors ----------------------------------------------------------- */
 
 static inline cudnnTensorDescriptor_t corpus_tensor(int n, int c, int h, int w)
 {
     cudnnTensorDescriptor_t d;
     CKDNN(cudnnCreateTensorDescriptor(&d));
+    corpus_own(CORPUS_TENSOR, d);
     CKDNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
     return d;
 }
@@ -461,6 +549,7 @@ static inline cudnnFilterDescriptor_t corpus_filter(int k, int c, int h, int w)
 {
     cudnnFilterDescriptor_t d;
     CKDNN(cudnnCreateFilterDescriptor(&d));
+    corpus_own(CORPUS_FILTER, d);
     CKDNN(cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, h, w));
     return d;
 }
@@ -469,15 +558,27 @@ static inline cudnnConvolutionDescriptor_t corpus_conv(int pad, int stride)
 {
     cudnnConvolutionDescriptor_t d;
     CKDNN(cudnnCreateConvolutionDescriptor(&d));
+    corpus_own(CORPUS_CONV, d);
     CKDNN(cudnnSetConvolution2dDescriptor(d, pad, pad, stride, stride, 1, 1, CUDNN_CROSS_CORRELATION,
                                           CUDNN_DATA_FLOAT));
     return d;
 }
 
+static inline cudnnActivationDescriptor_t corpus_relu(void)
+{
+    cudnnActivationDescriptor_t d;
+    CKDNN(cudnnCreateActivationDescriptor(&d));
+    corpus_own(CORPUS_ACT, d);
+    CKDNN(cudnnSetActivationDescriptor(d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0));
+    return d;
+}
+
+/* A device buffer kept until the program ends. */
 static inline void *corpus_dev(size_t bytes)
 {
     void *p = NULL;
     CK(cudaMalloc(&p, bytes));
+    corpus_own(CORPUS_DEV, p);
     return p;
 }
 

@@ -113,7 +113,7 @@ static void conv_update(conv_layer *l, float lr, float momentum, float decay)
 int main(void)
 {
     corpus_register_common();
-    CKDNN(cudnnCreate(&dnn));
+    dnn = corpus_dnn();
     /* make_network: every buffer now */
     float *input = corpus_dev((size_t)BATCH * IN_C * IN_HW * IN_HW * 4);
     float *truth = corpus_dev((size_t)BATCH * CLASSES * 4);
@@ -180,5 +180,6 @@ int main(void)
     }
     CK(cudaDeviceSynchronize());
     printf("darknet_like: cost %.4f -> %.4f\n", first, last);
+    corpus_release();
     return 0;
 }

@@ -93,10 +93,9 @@ static void relu_bwd(cudnnTensorDescriptor_t t, const float *y, const float *dy,
 
 int main(void)
 {
-    CKDNN(cudnnCreate(&dnn));
-    CKBLAS(cublasCreate(&blas));
-    CKDNN(cudnnCreateActivationDescriptor(&relu_desc));
-    CKDNN(cudnnSetActivationDescriptor(relu_desc, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0));
+    dnn = corpus_dnn();
+    blas = corpus_blas();
+    relu_desc = corpus_relu();
     const int H2 = HW / 2;
     conv enc1, down, mid, up, dec, head;
     conv_setup(&enc1, IN_C, HW, C, HW, 3, 1, 1);
@@ -198,5 +197,6 @@ int main(void)
     free(h_in);
     free(h_prob);
     free(h_grad);
+    corpus_release();
     return 0;
 }

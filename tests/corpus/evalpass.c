@@ -91,6 +91,7 @@ static void pass_setup(pass *p, int n, int training)
     p->states = corpus_dev(states);
     p->reserve = corpus_dev(p->reserve_bytes);
     CKDNN(cudnnCreateDropoutDescriptor(&p->dd));
+    corpus_own(CORPUS_DROPOUT, p->dd);
     CKDNN(cudnnSetDropoutDescriptor(p->dd, dnn, 0.25f, p->states, states, 7));
     p->dprob = corpus_dev(out * 4);
     p->dfc_in = corpus_dev(half * 4);
@@ -162,14 +163,14 @@ static void update(void)
 
 int main(void)
 {
-    CKDNN(cudnnCreate(&dnn));
-    CKBLAS(cublasCreate(&blas));
+    dnn = corpus_dnn();
+    blas = corpus_blas();
     wd = corpus_filter(C, IN_C, 3, 3);
     cd = corpus_conv(1, 1);
     bias_d = corpus_tensor(1, C, 1, 1);
-    CKDNN(cudnnCreateActivationDescriptor(&act));
-    CKDNN(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0));
+    act = corpus_relu();
     CKDNN(cudnnCreatePoolingDescriptor(&pd));
+    corpus_own(CORPUS_POOL, pd);
     CKDNN(cudnnSetPooling2dDescriptor(pd, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
     int counts[] = {C * IN_C * 9, C, CLASSES * C * (HW / 2) * (HW / 2), CLASSES};
     float **vals[] = {&w, &b, &fw, &fb}, **grads[] = {&gw, &gb, &gfw, &gfb}, **hist[] = {&hw, &hb, &hfw, &hfb};
@@ -211,5 +212,10 @@ int main(void)
     }
     CK(cudaDeviceSynchronize());
     printf("evalpass: loss %.4f -> %.4f\n", first, last);
+    free(train.h_x);
+    free(train.h_prob);
+    free(eval.h_x);
+    free(eval.h_prob);
+    corpus_release();
     return 0;
 }

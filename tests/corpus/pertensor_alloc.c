@@ -195,7 +195,6 @@ typedef struct block {
 
 static block blocks[BLOCKS];
 static float *fc_w, *fc_b, *fc_gw, *fc_gb, *fc_mw, *fc_mb;
-static cudnnActivationDescriptor_t unused;
 
 static float *param(size_t count, float scale, int zero_init)
 {
@@ -242,8 +241,8 @@ static float *conv_forward(block *k, const float *x, int n)
     CKDNN(cudnnConvolutionForward(dnn, &one, xd, x, k->wd, k->w, k->cd, fp.algo, ws, wsb, &zero, yd, y));
     if (ws)
         tensor_free(ws);
-    cudnnDestroyTensorDescriptor(xd);
-    cudnnDestroyTensorDescriptor(yd);
+    corpus_drop(xd);
+    corpus_drop(yd);
     return y;
 }
 
@@ -305,8 +304,8 @@ static float *forward(float *x, const float *target, int n, int training, float 
         tensor_free(lsm);
         tensor_free(pooled);
     }
-    cudnnDestroyTensorDescriptor(td);
-    cudnnDestroyTensorDescriptor(bnd);
+    corpus_drop(td);
+    corpus_drop(bnd);
     return loss;
 }
 
@@ -385,11 +384,11 @@ static void backward(float *x, const float *target, float *lsm, float *pooled, i
                 tensor_free(ws);
         }
         tensor_free(gc);
-        cudnnDestroyTensorDescriptor(xd);
+        corpus_drop(xd);
     }
     tensor_free(x);
-    cudnnDestroyTensorDescriptor(td);
-    cudnnDestroyTensorDescriptor(bnd);
+    corpus_drop(td);
+    corpus_drop(bnd);
 }
 
 static void sgd(float *w, float **g, float **m, int n)
@@ -431,9 +430,8 @@ int main(void)
     corpus_register(k_bias_rows, "bias_rows", 4, two_int_three_ptr);
     corpus_register(k_sum_rows, "sum_rows", 4, two_int_three_ptr);
     corpus_register(k_sgd, "sgd_momentum", 6, sgd_p);
-    (void)unused;
-    CKDNN(cudnnCreate(&dnn));
-    CKBLAS(cublasCreate(&blas));
+    dnn = corpus_dnn();
+    blas = corpus_blas();
     model_setup();
     float first = 0, last = 0, host_loss = 0;
     for (long r = 0; r < ROUNDS; r++) {
@@ -468,5 +466,16 @@ int main(void)
     }
     CK(cudaDeviceSynchronize());
     printf("pertensor_alloc: loss %.4f -> %.4f\n", first, last);
+    for (int b = 0; b < BLOCKS; b++) {
+        block *k = &blocks[b];
+        float *held[] = {k->w, k->gamma, k->beta, k->rmean, k->rvar, k->mw, k->mgamma, k->mbeta};
+        for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+            tensor_free(held[i]);
+    }
+    tensor_free(fc_w);
+    tensor_free(fc_b);
+    tensor_free(fc_mw);
+    tensor_free(fc_mb);
+    corpus_release();
     return 0;
 }
