@@ -889,11 +889,15 @@ static int sn_locate(sn_ctx *c, sn_where *w)
         return -1;
     }
     for (int j = k; j < np && wp[j].start < b + (int)P; j++) {
+        /* (clipped to the iteration: a pass repeats a period later, but
+         * the model never reads past the iteration's steps) */
         sn_model_pass *q = &w->passes[w->npasses++];
         q->first = wp[j].start - b;
-        q->turn = wp[j].turn - b;
+        q->turn = wp[j].turn - b < (int)P ? wp[j].turn - b : (int)P - 1;
         q->end = (wp[j].end > b + (int)P ? b + (int)P : wp[j].end) - b;
         q->bwd_end = wp[j].bwd_end - b < q->end ? wp[j].bwd_end - b : q->end;
+        if (q->bwd_end <= q->turn)
+            q->bwd_end = q->turn + 1 < q->end ? q->turn + 1 : q->end;
         q->training = wp[j].training;
     }
     /* the last pass's update runs to the end of the iteration */
