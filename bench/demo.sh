@@ -10,8 +10,9 @@
 #  3. When libsn has been built ($BUILD/libsn.so), the same runs under it:
 #     trace mode explains where the memory goes (the small ResNet, and
 #     VGG-16 at batch 256 on a K40 with room to spare: what each memory
-#     technique would save and the smallest budget libsn expects to need),
-#     and the small run's weights are bit-identical with and without libsn.
+#     technique would save, SuperNeurons' bound, the lower bound of what
+#     libsn needs and the smallest budget it expects to need), and the small
+#     run's weights are bit-identical with and without libsn.
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -47,11 +48,12 @@ SIMGPU_PROFILE=h100 SIMGPU_COMPUTE=0 "$SNTRAIN" --net vgg --depth 16 --batch 256
     2>/dev/null | sed 's/^/   /'
 
 if [ -f "$LIBSN" ]; then
-    say "3a. libsn in trace mode on the small ResNet (the end of its report)"
+    say "3a. libsn in trace mode on the small ResNet (the iteration it found, and its what-if peaks)"
     report=$(mktemp)
     SN_MODE=trace SN_REPORT="$report" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${SMALL[@]}" --alloc caffe \
         >/dev/null 2>&1 || status=1
-    tail -n 12 "$report" | sed 's/^/   /'
+    grep -E '^(iteration|phases|passes|layers|graph) ' "$report" | sed 's/^/   /'
+    sed -n '/^what-if peaks/,$p' "$report" | sed 's/^/   /'
     rm -f "$report"
     say "3b. VGG-16 at batch 256 in trace mode: where the 31 GB go (K40 timing, 64 GiB device)"
     report=$(mktemp)

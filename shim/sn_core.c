@@ -589,7 +589,7 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
     sn_period_find(d->step_sig, d->nsig, want, 64, &per);
     if (!per.found || (per.end - per.start) / per.period < want)
         return;
-    if (!sn_trace_has_backward(tr, per.end - per.period, per.end))
+    if (!sn_trace_profile_ready(tr, d->step_sig, d->nsig, &per))
         return;
     __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
     sn_info("device %d: iteration of %zu steps seen %zu times; profile complete", tr->dev, per.period,

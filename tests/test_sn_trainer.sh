@@ -6,7 +6,8 @@
 #  - in trace mode, libsn's report states the trainer's own facts, taken
 #    from its --dump-graph file: layers per type, forward/backward layers
 #    and steps, update steps, forks, joins, the iteration period and the
-#    number of iterations.
+#    number of iterations;
+#  - the model's invariants hold (the report's "checks" line).
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -40,7 +41,7 @@ run_case() {
             echo "ok - $tag: SN_MODE=$mode: bit-identical losses and weights"
         fi
     done
-    awk -v alloc="$style" -v kernels="${kernels:-0}" -f "$here/test_sn_expect_graph.awk" "$tmp/graph" >"$tmp/expected"
+    awk -f "$here/test_sn_expect_graph.awk" "$tmp/graph" >"$tmp/expected"
     echo "iterations $iters" >>"$tmp/expected"
     sort -o "$tmp/expected" "$tmp/expected"
     awk -f "$here/test_sn_report_facts.awk" "$tmp/report.trace" | sort >"$tmp/reported"
@@ -49,6 +50,12 @@ run_case() {
     else
         echo "not ok - $tag: report differs from --dump-graph (< expected, > reported)"
         diff "$tmp/expected" "$tmp/reported" | sed 's/^/# /' | head -20
+    fi
+    if grep -qE '^(libsn: )?checks +all invariants hold$' "$tmp/report.trace"; then
+        echo "ok - $tag: the model's invariants hold"
+    else
+        echo "not ok - $tag: the model breaks an invariant"
+        grep -E '^(libsn: )?checks' "$tmp/report.trace" | sed 's/^/# /'
     fi
 }
 

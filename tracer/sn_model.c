@@ -1,6 +1,17 @@
 /*
  * sn_model.c — building the iteration model from a call log (see
- * sn_model.h for what is inferred and how).
+ * sn_model.h for what is inferred and how, docs/libsn.md for the rules in
+ * full).
+ *
+ * The analysis works on windows of consecutive steps of the log. In a
+ * window, every access of a call knows the step that last wrote its tensor
+ * before it ("its writer"); reads and writes are exact for cuDNN, cuBLAS,
+ * copies and sets, and conservative for kernels (every tensor a kernel is
+ * given may be read and written), so a kernel's accesses are weaker
+ * evidence: a kernel that touches a tensor for the first time is taken to
+ * produce it, one that touches a buffer the forward pass used may as well
+ * write it as read it, and a kernel's access never makes an output in
+ * place (an activation) into a new value.
  */
 #include "tracer/sn_model.h"
 
@@ -8,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shim/sn_log.h"
 #include "tracer/sn_period.h"
 #include "tracer/sn_whatif.h"
 
@@ -49,67 +61,91 @@ const char *sn_owner_name(int owner)
     return owner >= 0 && owner <= 4 ? n[owner] : "?";
 }
 
-/* Layer classes: what groups steps into layers and matches passes. */
-enum sn_cls { CLS_NONE = 0, CLS_CONV, CLS_BN, CLS_ACT, CLS_POOL, CLS_LRN, CLS_DROPOUT, CLS_FC,
-              CLS_CONCAT, CLS_ADD, CLS_SOFTMAX, CLS_WILD, CLS_DATA };
+const char *sn_model_check_name(int v)
+{
+    switch (v) {
+    case SN_CHECK_OK: return "all invariants hold";
+    case SN_CHECK_LIVENESS_ABOVE_ASIS: return "liveness peak above the peak as allocated";
+    case SN_CHECK_WHATIF_ABOVE_LIVENESS: return "a what-if peak above the liveness peak";
+    case SN_CHECK_BOUND_ABOVE_WHATIF: return "the lower bound above an achievable what-if peak";
+    case SN_CHECK_BUDGET: return "the budget below the lower bound or above the run's peak";
+    case SN_CHECK_PHASES: return "a step in no phase, or phase counts that do not add up";
+    case SN_CHECK_LIFETIME: return "a tensor live outside its allocation";
+    case SN_CHECK_STEP_ABOVE_ASIS: return "a step's liveness above its memory as allocated";
+    }
+    return "?";
+}
 
-static int sn_fwd_class(int op)
+/* Layer classes: what a layer-making call makes. */
+enum sn_cls { CLS_NONE = 0, CLS_CONV, CLS_DECONV, CLS_BN, CLS_ACT, CLS_POOL, CLS_LRN, CLS_DROPOUT,
+              CLS_FC, CLS_CONCAT, CLS_ADD, CLS_SOFTMAX, CLS_DATA, CLS_OTHER };
+
+/* The class of a cuDNN call that makes a layer in a forward pass. A
+ * transposed convolution is a backward-data convolution run forward. */
+static int sn_dnn_class(int op)
 {
     switch (op) {
     case SN_OP_CONV_FWD:
-    case SN_OP_CONV_BIAS_ACT_FWD: return CLS_CONV;
-    case SN_OP_BN_FWD_TRAIN:
-    case SN_OP_BN_FWD_INFER: return CLS_BN;
-    case SN_OP_ACT_FWD: return CLS_ACT;
-    case SN_OP_POOL_FWD: return CLS_POOL;
-    case SN_OP_LRN_FWD: return CLS_LRN;
-    case SN_OP_DROPOUT_FWD: return CLS_DROPOUT;
-    case SN_OP_GEMM:
-    case SN_OP_GEMV:
-    case SN_OP_GEMM_BATCHED: return CLS_FC;
-    case SN_OP_TRANSFORM_TENSOR: return CLS_CONCAT;
-    case SN_OP_OP_TENSOR: return CLS_ADD;
-    case SN_OP_SOFTMAX_FWD: return CLS_SOFTMAX;
-    default: return CLS_NONE;
-    }
-}
-
-static int sn_bwd_class(int op)
-{
-    switch (op) {
-    case SN_OP_CONV_BWD_DATA:
+    case SN_OP_CONV_BIAS_ACT_FWD:
     case SN_OP_CONV_BWD_FILTER:
     case SN_OP_CONV_BWD_BIAS: return CLS_CONV;
+    case SN_OP_CONV_BWD_DATA: return CLS_DECONV;
+    case SN_OP_BN_FWD_TRAIN:
+    case SN_OP_BN_FWD_INFER:
     case SN_OP_BN_BWD: return CLS_BN;
+    case SN_OP_ACT_FWD:
     case SN_OP_ACT_BWD: return CLS_ACT;
+    case SN_OP_POOL_FWD:
     case SN_OP_POOL_BWD: return CLS_POOL;
+    case SN_OP_LRN_FWD:
     case SN_OP_LRN_BWD: return CLS_LRN;
+    case SN_OP_DROPOUT_FWD:
     case SN_OP_DROPOUT_BWD: return CLS_DROPOUT;
+    case SN_OP_SOFTMAX_FWD:
     case SN_OP_SOFTMAX_BWD: return CLS_SOFTMAX;
-    case SN_OP_GEMM:
-    case SN_OP_GEMV:
-    case SN_OP_GEMM_BATCHED: return CLS_FC;
-    case SN_OP_TRANSFORM_TENSOR: return CLS_CONCAT;
-    case SN_OP_ADD_TENSOR:
     case SN_OP_OP_TENSOR: return CLS_ADD;
-    case SN_OP_GEAM:
-    case SN_OP_KERNEL:
-    case SN_OP_GRAPH:
-    case SN_OP_MEMCPY_D2D: return CLS_WILD;
+    case SN_OP_TRANSFORM_TENSOR: return CLS_CONCAT;
     default: return CLS_NONE;
     }
 }
 
-/* Steps that only set or clear memory: they never make a tensor "produced". */
-static int sn_is_filler(int op)
+static int sn_is_gemm(int op)
 {
-    return op == SN_OP_MEMSET || op == SN_OP_SET_TENSOR;
+    return op == SN_OP_GEMM || op == SN_OP_GEMV || op == SN_OP_GEMM_BATCHED;
+}
+
+static int sn_is_copy(int op)
+{
+    return op == SN_OP_MEMCPY_D2D || op == SN_OP_BLAS_COPY;
+}
+
+/* Kernels and graphs are described conservatively (every allocation an
+ * argument points into is read and written): weak evidence only. */
+static int sn_exact(const sn_trace_call *e)
+{
+    return !(e->flags & SN_TC_OPAQUE) && e->op != SN_OP_KERNEL && e->op != SN_OP_GRAPH;
+}
+
+static int sn_ok(const sn_trace_call *e)
+{
+    return !(e->flags & SN_TC_FAILED);
+}
+
+/* Any use of a tensor's value, weak ones included. */
+static int sn_uses(const sn_trace_call *e, uint8_t mode)
+{
+    return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_R) || !sn_exact(e));
+}
+
+/* A change of a tensor's value. */
+static int sn_changes(const sn_trace_call *e, uint8_t mode)
+{
+    return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_W) || !sn_exact(e));
 }
 
 /* ---- helpers over the log -------------------------------------------------------- */
 
-/* Element count for an allocation: never 0, never negative. */
-static size_t sn_count(int n)
+static size_t sn_count(long n)
 {
     return n > 0 ? (size_t)n : 1;
 }
@@ -117,248 +153,801 @@ static size_t sn_count(int n)
 typedef struct sn_ctx {
     const sn_trace *t;
     sn_model *m;
-    size_t n;                  /* compute steps in the log */
+    size_t n;                  /* successful compute steps in the log */
     uint64_t *step_call;       /* log index of each step */
     size_t P;
     size_t base;               /* step index of the representative iteration */
     int *tensor_map;           /* trace tensor -> model tensor, -1 */
 } sn_ctx;
 
-static const sn_trace_call *sn_call_at(const sn_ctx *c, size_t step)
+static const sn_trace_access *sn_acc(const sn_trace *t, const sn_trace_call *e)
 {
-    return &c->t->calls[c->step_call[step]];
+    return &t->acc[e->acc_begin];
 }
 
-static const sn_trace_access *sn_acc(const sn_ctx *c, const sn_trace_call *e)
+/* ---- windows of steps ------------------------------------------------------------- */
+
+typedef struct sn_win {
+    const sn_trace *t;
+    const uint64_t *step_call;
+    size_t s0;                 /* first step (index into step_call) */
+    int n;                     /* steps */
+    uint64_t call_lo, call_hi; /* the calls from after step s0 - 1 through step s0 + n - 1 */
+    int *pos;                  /* per call: the position of the step at or after it */
+    uint64_t acc_lo;           /* access index of the first call's first access */
+    int *wr;                   /* per access: the step that last changed its tensor before
+                                  it, -1 none in the window, -3 - p a copy from the host at
+                                  position p (sn_wr_pos) */
+    char *single;              /* per step: touches one tensor only (besides scratch) */
+} sn_win;
+
+static const sn_trace_call *sn_wstep(const sn_win *w, int i)
 {
-    return &c->t->acc[e->acc_begin];
+    return &w->t->calls[w->step_call[w->s0 + (size_t)i]];
 }
 
-/* The tensor a step writes as its result (first written, not scratch), or -1. */
-static int64_t sn_main_output(const sn_ctx *c, const sn_trace_call *e)
+static int *sn_wwr(const sn_win *w, const sn_trace_call *e)
 {
-    const sn_trace_access *a = sn_acc(c, e);
-    for (int i = 0; i < e->nacc; i++)
-        if ((a[i].mode & SN_ACC_W) && !(a[i].mode & SN_ACC_SCRATCH))
-            return a[i].tensor;
-    return -1;
+    return &w->wr[e->acc_begin - w->acc_lo];
 }
 
-/* Kernels and graphs are described conservatively (every allocation an
- * argument points into is read and written): never evidence of layering. */
-static int sn_exact(const sn_trace_call *e)
+static void sn_win_free(sn_win *w)
 {
-    return !(e->flags & SN_TC_OPAQUE) && e->op != SN_OP_KERNEL && e->op != SN_OP_GRAPH;
+    free(w->pos);
+    free(w->wr);
+    free(w->single);
+    memset(w, 0, sizeof *w);
 }
 
-static int sn_writes(const sn_ctx *c, const sn_trace_call *e, uint32_t tensor)
+/* A window of the steps [s0, s0 + n); with tail_end set, it also takes
+ * the calls after its last step up to tail_end (the copies to the host
+ * that follow it), at the last step's position. */
+static int sn_win_init(sn_win *w, const sn_trace *t, const uint64_t *step_call, size_t s0, int n,
+                       uint64_t tail_end)
 {
-    if (!sn_exact(e))
-        return 0;
-    const sn_trace_access *a = sn_acc(c, e);
-    for (int i = 0; i < e->nacc; i++)
-        if (a[i].tensor == tensor && (a[i].mode & SN_ACC_W))
-            return 1;
+    memset(w, 0, sizeof *w);
+    w->t = t;
+    w->step_call = step_call;
+    w->s0 = s0;
+    w->n = n;
+    w->call_lo = s0 > 0 ? step_call[s0 - 1] + 1 : 0;
+    w->call_hi = step_call[s0 + (size_t)n - 1] + 1;
+    if (tail_end > w->call_hi)
+        w->call_hi = tail_end;
+    size_t ncalls = w->call_hi - w->call_lo;
+    const sn_trace_call *last = &t->calls[w->call_hi - 1];
+    w->acc_lo = t->calls[w->call_lo].acc_begin;
+    size_t nacc = last->acc_begin + last->nacc - w->acc_lo;
+    w->pos = malloc(sn_count((long)ncalls) * sizeof *w->pos);
+    w->wr = malloc(sn_count((long)nacc) * sizeof *w->wr);
+    w->single = calloc(sn_count(n), 1);
+    int *lastw = malloc(sn_count((long)t->ntensors) * sizeof *lastw);
+    if (!w->pos || !w->wr || !w->single || !lastw) {
+        free(lastw);
+        sn_win_free(w);
+        return -1;
+    }
+    for (size_t i = 0; i < t->ntensors; i++)
+        lastw[i] = -1;
+    int p = 0;
+    for (uint64_t k = w->call_lo; k < w->call_hi; k++) {
+        while (p < n - 1 && step_call[s0 + (size_t)p] < k)
+            p++;
+        w->pos[k - w->call_lo] = p;
+        const sn_trace_call *e = &t->calls[k];
+        const sn_trace_access *a = sn_acc(t, e);
+        int *wr = sn_wwr(w, e);
+        for (int j = 0; j < e->nacc; j++)
+            wr[j] = (a[j].mode & SN_ACC_SCRATCH) ? -1 : lastw[a[j].tensor];
+        if (!sn_ok(e))
+            continue;
+        int is_step = (e->flags & SN_TC_STEP) != 0;
+        int touched = 0;
+        for (int j = 0; j < e->nacc; j++) {
+            if (a[j].mode & SN_ACC_SCRATCH)
+                continue;
+            touched++;
+            if (sn_changes(e, a[j].mode))
+                lastw[a[j].tensor] = is_step ? p : -3 - p;
+        }
+        if (is_step && step_call[s0 + (size_t)p] == k)
+            w->single[p] = touched == 1;
+    }
+    free(lastw);
     return 0;
 }
 
-/* ---- the cut: where an iteration begins ---------------------------------------- */
-
-/* In the window of P steps starting at step w0, the last B-only op
- * followed (cyclically) by an F-only op with the widest gap: the end of a
- * backward pass and the start of the next forward pass, as window
- * positions in *best_b and *best_f (-1 when there is none). Ops only, no
- * tensors: it does not matter where the window begins. */
-static void sn_pass_turn(const sn_ctx *c, size_t w0, long *best_b_out, long *best_f_out)
+/* Steps that only initialise a buffer: sets, and kernels given a single
+ * buffer (a fill). */
+static int sn_filler(const sn_win *w, int i)
 {
-    size_t P = c->P;
-    long best_b = -1, best_f = -1;
-    size_t best_gap = 0;
-    for (size_t i = 0; i < P; i++) {
-        int op = sn_call_at(c, w0 + i)->op;
-        if (sn_op_phase[op] != 'B')
-            continue;
-        for (size_t d = 1; d < P; d++) {
-            int op2 = sn_call_at(c, w0 + (i + d) % P)->op;
-            if (sn_op_phase[op2] == 'B')
-                break;
-            if (sn_op_phase[op2] == 'F') {
-                if (best_b < 0 || d > best_gap) {
-                    best_b = (long)i;
-                    best_f = (long)((i + d) % P);
-                    best_gap = d;
-                }
-                break;
-            }
-        }
-    }
-    *best_b_out = best_b;
-    *best_f_out = best_f;
+    const sn_trace_call *e = sn_wstep(w, i);
+    if (e->op == SN_OP_MEMSET || e->op == SN_OP_SET_TENSOR)
+        return 1;
+    return !sn_exact(e) && w->single[i];
 }
 
-/* Positions are indices into the window of P steps starting at step w0;
- * the returned cut is the window position where an iteration starts.
- * Also returns (window positions) the end of the forward pass and the set
- * of update steps. The dependencies it follows go through tensors, so the
- * window should begin with a forward pass: where a framework allocates
- * anew every iteration, a walk that wraps around the window's end would go
- * from one iteration's tensors to another's. */
-static int sn_find_cut(sn_ctx *c, size_t w0, int *fwd_end_out, char *is_update)
+/* A cuBLAS reduction whose result went to host memory. */
+static int sn_host_reduction(const sn_trace *t, const sn_trace_call *e)
 {
-    size_t P = c->P;
-    const sn_trace *t = c->t;
-    memset(is_update, 0, P);
-    *fwd_end_out = -1;
-    long best_b, best_f;
-    sn_pass_turn(c, w0, &best_b, &best_f);
-    if (best_b < 0)
-        return 0; /* no training structure: the window as it is, all forward */
-    /* forward pass: from the first F op to the last F op before a B op */
-    size_t last_f = (size_t)best_f;
-    for (size_t d = 0; d < P; d++) {
-        size_t i = ((size_t)best_f + d) % P;
-        int ph = sn_op_phase[sn_call_at(c, w0 + i)->op];
-        if (ph == 'B')
-            break;
-        if (ph == 'F')
-            last_f = i;
-    }
-    /* steps writing the last forward layer's output belong to it */
-    const sn_trace_call *lf = sn_call_at(c, w0 + last_f);
-    int64_t key = sn_main_output(c, lf);
-    size_t fwd_end = last_f;
-    while (key >= 0) {
-        size_t nx = (fwd_end + 1) % P;
-        if (nx == (size_t)best_f)
-            break;
-        const sn_trace_call *e = sn_call_at(c, w0 + nx);
-        if (sn_op_phase[e->op] != 'A' || !sn_writes(c, e, (uint32_t)key))
-            break;
-        fwd_end = nx;
-    }
-    /* tensors written after the forward pass up to the last B op */
-    char *wb = calloc(t->ntensors ? t->ntensors : 1, 1);
-    if (!wb)
+    if (e->op != SN_OP_DOT && e->op != SN_OP_ASUM && e->op != SN_OP_NRM2)
         return 0;
-    for (size_t i = (fwd_end + 1) % P;; i = (i + 1) % P) {
-        const sn_trace_call *e = sn_call_at(c, w0 + i);
-        const sn_trace_access *a = sn_acc(c, e);
-        for (int k = 0; k < e->nacc; k++)
-            if (a[k].mode & SN_ACC_W)
-                wb[a[k].tensor] = 1;
-        if (i == (size_t)best_b)
-            break;
+    const sn_trace_access *a = sn_acc(t, e);
+    for (int j = 0; j < e->nacc; j++)
+        if (a[j].mode & SN_ACC_W)
+            return 0;
+    return 1;
+}
+
+static int sn_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The steps whose result the host reads: the writers of what a copy to the
+ * host reads, and cuBLAS reductions into host memory. Sorted, unique. */
+static int sn_host_reads(const sn_win *w, int *out)
+{
+    const sn_trace *t = w->t;
+    int k = 0;
+    for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e))
+            continue;
+        if (e->op == SN_OP_MEMCPY_D2H && (e->flags & SN_TC_TRANSFER)) {
+            const sn_trace_access *a = sn_acc(t, e);
+            const int *wr = sn_wwr(w, e);
+            /* after the window's last step, only that step's result (what
+             * the program reads back after training is not a loss) */
+            int after = c > w->step_call[w->s0 + (size_t)w->n - 1];
+            for (int j = 0; j < e->nacc; j++)
+                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0 && (!after || wr[j] == w->n - 1))
+                    out[k++] = wr[j];
+        } else if ((e->flags & SN_TC_STEP) && sn_host_reduction(t, e)) {
+            out[k++] = w->pos[c - w->call_lo];
+        }
     }
-    /* backward steps right after the last B op (layers whose backward has
-     * no B-only op, e.g. a first fully connected layer) */
-    size_t g = ((size_t)best_b + 1) % P;
-    while (g != (size_t)best_f) {
-        const sn_trace_call *e = sn_call_at(c, w0 + g);
-        int cls = sn_bwd_class(e->op);
-        if (cls == CLS_NONE || cls == CLS_WILD)
-            break;
-        int reads = 0;
-        const sn_trace_access *a = sn_acc(c, e);
-        for (int k = 0; k < e->nacc; k++)
-            reads |= (a[k].mode & SN_ACC_R) && wb[a[k].tensor];
-        if (!reads)
-            break;
-        for (int k = 0; k < e->nacc; k++)
-            if (a[k].mode & SN_ACC_W)
-                wb[a[k].tensor] = 1;
-        g = (g + 1) % P;
-    }
-    /* the update: gap steps that depend on backward results, to a fixpoint */
-    int changed = 1;
-    while (changed) {
-        changed = 0;
-        for (size_t i = g; i != (size_t)best_f; i = (i + 1) % P) {
-            if (is_update[i])
+    qsort(out, (size_t)k, sizeof *out, sn_cmp_int);
+    int u = 0;
+    for (int i = 0; i < k; i++)
+        if (!u || out[u - 1] != out[i])
+            out[u++] = out[i];
+    return u;
+}
+
+/* Without any result going to the host: the steps every value of which
+ * nothing reads later (before it is overwritten), that use a value made
+ * in the window; only where a whole period follows them. */
+static int sn_sinks(const sn_win *w, int P, int *out)
+{
+    const sn_trace *t = w->t;
+    char *read_later = calloc(sn_count(w->n), 1);
+    int *valw = malloc(sn_count((long)t->ntensors) * sizeof *valw);
+    char *wrote = calloc(sn_count(w->n), 1), *uses = calloc(sn_count(w->n), 1);
+    int k = 0;
+    if (!read_later || !valw || !wrote || !uses)
+        goto done;
+    for (size_t i = 0; i < t->ntensors; i++)
+        valw[i] = -1;
+    /* read_later[s]: some value s wrote is read afterwards */
+    for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        const int *wr = sn_wwr(w, e);
+        int p = w->pos[c - w->call_lo], is_step = (e->flags & SN_TC_STEP) != 0;
+        for (int j = 0; j < e->nacc; j++) {
+            if (!sn_uses(e, a[j].mode) || (a[j].mode & SN_ACC_SCRATCH))
                 continue;
-            const sn_trace_call *e = sn_call_at(c, w0 + i);
-            const sn_trace_access *a = sn_acc(c, e);
-            int dep = 0;
-            for (int k = 0; k < e->nacc; k++)
-                dep |= (a[k].mode & SN_ACC_R) && wb[a[k].tensor];
-            if (dep) {
-                is_update[i] = 1;
-                changed = 1;
-                for (int k = 0; k < e->nacc; k++)
-                    if (a[k].mode & SN_ACC_W)
-                        wb[a[k].tensor] = 1;
+            if (valw[a[j].tensor] >= 0 && valw[a[j].tensor] != p)
+                read_later[valw[a[j].tensor]] = 1;
+            if (is_step && wr[j] >= 0)
+                uses[p] = 1;
+        }
+        for (int j = 0; j < e->nacc; j++)
+            if (sn_changes(e, a[j].mode)) {
+                valw[a[j].tensor] = is_step ? p : -1;
+                if (is_step)
+                    wrote[p] = 1;
+            }
+    }
+    for (int s = 0; s + P < w->n; s++)
+        if (wrote[s] && uses[s] && !read_later[s] && sn_exact(sn_wstep(w, s)) && !sn_filler(w, s))
+            out[k++] = s;
+done:
+    free(read_later);
+    free(valw);
+    free(wrote);
+    free(uses);
+    return k;
+}
+
+/* Without results for the host or values nobody reads: the turn of each
+ * period from the mirror the backward pass makes of the forward pass. A
+ * backward step reads the activation its layer's forward step produced,
+ * so the pairs (producer, reader) of values read from far away are
+ * centred on where the passes turn; the most common centre (modulo the
+ * period) gives one turn per period, at the step before it. */
+static int sn_mirror_turns(const sn_win *w, int P, int *out)
+{
+    const sn_trace *t = w->t;
+    int *votes = calloc(sn_count(P), sizeof *votes);
+    int k = 0;
+    if (!votes)
+        return 0;
+    for (int r = 0; r < w->n; r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        if (!sn_exact(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        const int *wr = sn_wwr(w, e);
+        for (int j = 0; j < e->nacc; j++)
+            if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_SCRATCH) && wr[j] >= 0 && r - wr[j] >= 3)
+                votes[((wr[j] + r) / 2) % P]++;
+    }
+    int best = 0;
+    for (int i = 1; i < P; i++)
+        if (votes[i] > votes[best])
+            best = i;
+    if (votes[best] > 0)
+        for (int s = (best + P - 1) % P; s < w->n; s += P)
+            out[k++] = s;
+    free(votes);
+    return k;
+}
+
+/* Marks in need[] the steps of (lo, hi] whose values reach step hi or a
+ * candidate (need[] set on entry for them), through any use. */
+static void sn_ancestors(const sn_win *w, int lo, int hi, char *need)
+{
+    for (int r = hi; r > lo; r--) {
+        if (!need[r])
+            continue;
+        const sn_trace_call *e = sn_wstep(w, r);
+        const sn_trace_access *a = sn_acc(w->t, e);
+        const int *wr = sn_wwr(w, e);
+        /* a write of part of a tensor (one input of a concatenation) keeps
+         * what earlier writes put in the rest */
+        for (int j = 0; j < e->nacc; j++)
+            if ((sn_uses(e, a[j].mode) || (sn_changes(e, a[j].mode) && !(a[j].mode & SN_ACC_KILL))) &&
+                wr[j] > lo && wr[j] < r)
+                need[wr[j]] = 1;
+        /* transfers at this position are not steps; their reads matter
+         * only through the steps that wrote what they read */
+    }
+}
+
+/* Whether the forward pass that ended at step T goes on to candidate c:
+ * every step in (T, c] works toward a result the host reads there (the
+ * loss after the accuracy, a reduction after the kernel it sums). */
+static int sn_can_extend(const sn_win *w, int T, int c, const int *cand, int ncand, char *need)
+{
+    if (c <= T)
+        return 0;
+    for (int s = T + 1; s <= c; s++)
+        need[s] = 0;
+    for (int i = 0; i < ncand; i++)
+        if (cand[i] > T && cand[i] <= c)
+            need[cand[i]] = 1;
+    sn_ancestors(w, T, c, need);
+    for (int s = T + 1; s <= c; s++)
+        if (!need[s])
+            return 0;
+    return 1;
+}
+
+/* Marks the tensors the forward pass [s, T] takes as inputs (1): those it
+ * first uses without writing them first (weights, running statistics,
+ * constants): the next pass, which ends at c, may read what an update did
+ * to them. A tensor a kernel touches first counts only if no exact call
+ * writes it before c: a buffer the program fills with computed values (a
+ * loss kernel's scratch space) is not an input. Every other tensor the
+ * pass touches is marked 2. */
+static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, char *seen)
+{
+    const sn_trace *t = w->t;
+    memset(input, 0, t->ntensors);
+    memset(seen, 0, t->ntensors);
+    if (T < s)
+        return;
+    uint64_t c0 = s > 0 ? w->step_call[w->s0 + (size_t)s - 1] + 1 : w->call_lo;
+    uint64_t c1 = w->step_call[w->s0 + (size_t)T];
+    for (uint64_t k = c0; k <= c1; k++) {
+        const sn_trace_call *e = &t->calls[k];
+        if (!sn_ok(e))
+            continue;
+        int p = w->pos[k - w->call_lo];
+        int is_step = (e->flags & SN_TC_STEP) && w->step_call[w->s0 + (size_t)p] == k;
+        int fill = is_step && sn_filler(w, p);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if (a[j].mode & SN_ACC_SCRATCH)
+                continue;
+            if (!seen[x]) {
+                /* 2: used first (by an exact read); 4: touched first by a kernel */
+                seen[x] = 1;
+                input[x] = fill ? 0 : !sn_exact(e) ? 4 : (a[j].mode & SN_ACC_R) ? 2 : 0;
+            }
+            if ((input[x] & 6) && is_step && sn_uses(e, a[j].mode))
+                input[x] |= 1;
+        }
+    }
+    for (int r = s; r < c; r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        if (!sn_exact(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if ((input[a[j].tensor] & 4) && (a[j].mode & SN_ACC_W))
+                input[a[j].tensor] = 0;
+    }
+    for (size_t x = 0; x < t->ntensors; x++)
+        input[x] = (input[x] & 1) && (input[x] & 6) ? 1 : seen[x] ? 2 : 0;
+}
+
+/* Where a forward pass ending at c begins when nothing is known about the
+ * one before it, other than that it ended before lo: at the last arrival
+ * of data in [lo, c] used on the way to c (a copy from the host, or a
+ * device copy of what came from outside the window's computation). With
+ * none, at lo when anyway is set, else -1. */
+static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *need)
+{
+    const sn_trace *t = w->t;
+    for (int r = 0; r <= c; r++)
+        need[r] = 0;
+    need[c] = 1;
+    sn_ancestors(w, lo - 1, c, need);
+    int best = -1;
+    for (uint64_t k = w->call_lo; k <= w->step_call[w->s0 + (size_t)c]; k++) {
+        const sn_trace_call *e = &t->calls[k];
+        int p = w->pos[k - w->call_lo];
+        if (!sn_ok(e) || p > c || p < lo)
+            continue;
+        if ((e->flags & SN_TC_STEP) && sn_is_copy(e->op) && need[p] && p > best) {
+            /* a copy of what came from outside the window's computation */
+            const sn_trace_access *a = sn_acc(t, e);
+            const int *wr = sn_wwr(w, e);
+            int outside = 1;
+            for (int j = 0; j < e->nacc; j++)
+                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0)
+                    outside = 0;
+            if (outside)
+                best = p;
+        }
+        if (e->op != SN_OP_MEMCPY_H2D)
+            continue;
+        /* a step leading to c that reads what this copy wrote */
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int r = p; r <= c; r++) {
+            if (!need[r])
+                continue;
+            const sn_trace_call *er = sn_wstep(w, r);
+            const sn_trace_access *ar = sn_acc(t, er);
+            const int *wr = sn_wwr(w, er);
+            int uses = 0;
+            for (int j = 0; j < er->nacc && !uses; j++)
+                for (int i = 0; i < e->nacc; i++)
+                    if (ar[j].tensor == a[i].tensor && wr[j] == -3 - p && sn_uses(er, ar[j].mode))
+                        uses = 1;
+            if (uses) {
+                if (p > best)
+                    best = p;
+                break;
             }
         }
     }
-    free(wb);
-    size_t cut = g;
-    for (size_t i = g; i != (size_t)best_f; i = (i + 1) % P)
-        if (is_update[i])
-            cut = (i + 1) % P;
-    *fwd_end_out = (int)((fwd_end + P - cut) % P);
-    return (int)cut;
+    if (best < 0)
+        return anyway ? lo : -1;
+    /* data arrives by a few copies in a row (images, labels) */
+    while (best > lo) {
+        const sn_trace_call *e = sn_wstep(w, best - 1);
+        const sn_trace_access *a = sn_acc(t, e);
+        const int *wr = sn_wwr(w, e);
+        int outside = sn_is_copy(e->op) && need[best - 1];
+        for (int j = 0; j < e->nacc && outside; j++)
+            if ((a[j].mode & SN_ACC_R) && wr[j] >= 0)
+                outside = 0;
+        if (!outside)
+            break;
+        best--;
+    }
+    return best;
 }
 
-/* ---- layers ------------------------------------------------------------------------ */
-
-static int sn_add_layer(sn_model *m, int cls, int first, uint64_t call, int *cap)
+/* Where a forward pass ending at c begins, the previous one having begun
+ * at s_prev and ended at T_prev (-1: none known): the first position q
+ * after T_prev from which no step up to c uses a value made at or after
+ * s_prev and before q, other than the previous pass's inputs (an update
+ * writes the weights the next pass reads, a pass updates its running
+ * statistics in place). Uses are exact reads (in place too) and kernels'
+ * accesses; fills use nothing. Leading
+ * exact steps that do not lead to c (clearing gradients for the backward
+ * pass) are left before it. The pass must hold an exact step. Returns -1
+ * when there is no such q. */
+static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, char *need, char *input,
+                         char *seen)
 {
-    if (m->nlayers == *cap) {
-        *cap = *cap ? *cap * 2 : 64;
-        sn_model_layer *l = realloc(m->layers, (size_t)*cap * sizeof *l);
-        if (!l)
-            return -1;
-        m->layers = l;
+    sn_pass_inputs(w, s_prev, T_prev, c, input, seen);
+    int lo = T_prev + 1, best = -1;
+    int mn = w->n; /* min over [q, c] of the earliest writer a step there depends on */
+    for (int q = c; q >= lo; q--) {
+        const sn_trace_call *e = sn_wstep(w, q);
+        if (!sn_filler(w, q)) {
+            const sn_trace_access *a = sn_acc(w->t, e);
+            const int *wr = sn_wwr(w, e);
+            for (int j = 0; j < e->nacc; j++) {
+                /* a kernel's touch is taken as a use only of what the
+                 * previous forward pass did not touch (gradients, optimizer
+                 * state): of a buffer it did, it may as well be a write.
+                 * What a copy from the host brought counts only when the
+                 * previous forward pass used it (its batch), not when it is
+                 * the next batch arriving early. */
+                int at = wr[j];
+                uint32_t x = a[j].tensor;
+                if (at <= -3)
+                    at = input[x] == 2 ? -3 - at : -1;
+                if (at < s_prev || at >= mn || input[x] == 1 || (a[j].mode & SN_ACC_SCRATCH) ||
+                    (!sn_exact(e) && input[x] == 2))
+                    continue;
+                if (sn_uses(e, a[j].mode))
+                    mn = at;
+            }
+        }
+        if (q <= mn)
+            best = q;
     }
-    sn_model_layer *l = &m->layers[m->nlayers];
-    memset(l, 0, sizeof *l);
-    l->cls = cls;
-    l->first = l->last = first;
-    l->bwd_first = l->bwd_last = -1;
-    l->main_call = call;
-    l->out_tensor = -1;
-    return m->nlayers++;
+    if (best < 0)
+        return -1;
+    for (int s = best; s <= c; s++)
+        need[s] = 0;
+    need[c] = 1;
+    sn_ancestors(w, best - 1, c, need);
+    /* where the pass's data arrives: the first copy from the host that a
+     * step leading to c reads */
+    int arrival = c;
+    for (uint64_t k = best > 0 ? w->step_call[w->s0 + (size_t)best - 1] + 1 : w->call_lo;
+         k < w->step_call[w->s0 + (size_t)c] && arrival == c; k++) {
+        const sn_trace_call *e = &w->t->calls[k];
+        if (e->op != SN_OP_MEMCPY_H2D || !sn_ok(e))
+            continue;
+        int p = w->pos[k - w->call_lo];
+        for (int r = p; r <= c && arrival == c; r++) {
+            if (!need[r])
+                continue;
+            const sn_trace_call *er = sn_wstep(w, r);
+            const int *wr = sn_wwr(w, er);
+            for (int j = 0; j < er->nacc; j++)
+                if (wr[j] == -3 - p) {
+                    arrival = p;
+                    break;
+                }
+        }
+    }
+    int q = best;
+    while (q < arrival && !need[q] && (sn_exact(sn_wstep(w, q)) || sn_filler(w, q)))
+        q++;
+    int exact = 0;
+    for (int s = q; s <= c && !exact; s++)
+        exact = sn_exact(sn_wstep(w, s));
+    return exact ? q : -1;
 }
 
-static void sn_layer_type(sn_model_layer *l, const sn_trace_call *main, int bwd_wild_only)
+/* A forward pass and what follows it, in window positions. */
+typedef struct sn_wpass {
+    int start, turn, bwd_end, end, training;
+} sn_wpass;
+
+/* Tensors the forward pass [start, turn] produces (marked 1): those it
+ * first touches by writing them: a copy from the host, an exact write
+ * that does not read, or a step that only initialises a buffer. */
+static void sn_pass_values(const sn_win *w, int start, int turn, char *mark, char *seen)
 {
-    const char *name = "?";
-    switch (l->cls) {
-    case CLS_CONV: name = "conv"; break;
-    case CLS_BN: name = "batchnorm"; break;
-    case CLS_ACT: {
-        static const char *const act[] = {"sigmoid", "relu", "tanh", "clipped_relu",
-                                          "elu", "identity", "swish"};
-        name = main->algo >= 0 && main->algo < 7 ? act[main->algo] : "activation";
-        break;
+    const sn_trace *t = w->t;
+    memset(mark, 0, t->ntensors);
+    memset(seen, 0, t->ntensors);
+    uint64_t c0 = start > 0 ? w->step_call[w->s0 + (size_t)start - 1] + 1 : w->call_lo;
+    uint64_t c1 = w->step_call[w->s0 + (size_t)turn];
+    for (uint64_t c = c0; c <= c1; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e))
+            continue;
+        int p = w->pos[c - w->call_lo];
+        int fill = (e->flags & SN_TC_STEP) && w->step_call[w->s0 + (size_t)p] == c && sn_filler(w, p);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if ((a[j].mode & SN_ACC_SCRATCH) || seen[x])
+                continue;
+            seen[x] = 1;
+            if (fill || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !(a[j].mode & SN_ACC_R)))
+                mark[x] = 1;
+        }
     }
-    case CLS_POOL: name = main->algo == 1 || main->algo == 2 ? "avgpool" : "maxpool"; break;
-    case CLS_LRN: name = "lrn"; break;
-    case CLS_DROPOUT: name = "dropout"; break;
-    case CLS_FC: name = "fc"; break;
-    case CLS_CONCAT: name = "concat"; break;
-    case CLS_ADD: {
-        static const char *const ops[] = {"add", "mul", "min", "max", "sqrt", "not"};
-        name = main->op == SN_OP_OP_TENSOR && main->algo >= 0 && main->algo < 6 ? ops[main->algo]
-                                                                                  : "add";
-        break;
-    }
-    case CLS_SOFTMAX: name = bwd_wild_only ? "softmax_loss" : "softmax"; break;
-    case CLS_DATA: name = "data"; break;
-    default: break;
-    }
-    snprintf(l->type, sizeof l->type, "%s", name);
 }
 
-static int sn_class_compatible(int fwd, int bwd)
+/* The passes of the window: forward passes ending where a result reaches
+ * the host, each with its backward pass and update. Returns their number
+ * (in out[], which holds w->n entries), -1 when out of memory. */
+static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
 {
-    return bwd == CLS_WILD || fwd == bwd;
+    const sn_trace *t = w->t;
+    int *cand = malloc(sn_count((long)(w->call_hi - w->call_lo)) * sizeof *cand);
+    char *need = malloc(sn_count(w->n));
+    char *mark = malloc(sn_count((long)t->ntensors)), *seen = malloc(sn_count((long)t->ntensors));
+    int np = -1;
+    if (!cand || !need || !mark || !seen)
+        goto done;
+    int ncand = sn_host_reads(w, cand);
+    if (ncand == 0)
+        ncand = sn_sinks(w, P, cand);
+    if (ncand == 0)
+        ncand = sn_mirror_turns(w, P, cand);
+    for (int i = 0; i < ncand; i++)
+        sn_debug("device %d: result read by the host at step %d (%s)", t->dev, cand[i],
+                 sn_op_name(sn_wstep(w, cand[i])->op));
+    np = 0;
+    int cur_start = 0, cur_turn = -1;
+    /* the window may begin in the middle of a pass: the first pass found
+     * ends at a later result the host reads and begins where its data
+     * arrives after the result before (or, when no data arrives by copy at
+     * all, right after it) */
+    for (int i = 1, anyway = 0; i < ncand; i++) {
+        int c = cand[i];
+        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, need, mark, seen)
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, need);
+        if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
+            anyway = 1;
+            i = 0;
+            continue;
+        }
+        if (q < 0) {
+            if (cur_turn >= 0 && sn_can_extend(w, cur_turn, c, cand, ncand, need))
+                cur_turn = c;
+            continue;
+        }
+        if (cur_turn >= 0)
+            out[np++] = (sn_wpass){cur_start, cur_turn, 0, 0, 0};
+        cur_start = q;
+        cur_turn = c;
+    }
+    if (cur_turn >= 0)
+        out[np++] = (sn_wpass){cur_start, cur_turn, 0, 0, 0};
+    for (int k = 0; k < np; k++) {
+        sn_wpass *p = &out[k];
+        p->end = k + 1 < np ? out[k + 1].start : w->n;
+        if (k + 1 == np && p->end > p->start + P)
+            p->end = p->start + P;
+        /* the backward pass runs to the last step touching a value the
+         * forward pass produced */
+        sn_pass_values(w, p->start, p->turn, mark, seen);
+        int last = p->turn;
+        for (int s = p->turn + 1; s < p->end; s++) {
+            const sn_trace_call *e = sn_wstep(w, s);
+            const sn_trace_access *a = sn_acc(t, e);
+            for (int j = 0; j < e->nacc && last < s; j++)
+                if (!(a[j].mode & SN_ACC_SCRATCH) && mark[a[j].tensor])
+                    last = s;
+        }
+        p->bwd_end = last + 1;
+        p->training = p->bwd_end > p->turn + 1;
+    }
+done:
+    free(cand);
+    free(need);
+    free(mark);
+    free(seen);
+    return np;
 }
 
-/* ---- main -------------------------------------------------------------------------- */
+/* The pass the iteration begins with: a training pass that is the first
+ * of its update (the pass before it, or the last training pass before a
+ * run of evaluation passes, ended with an update) and that comes again a
+ * period later in the window, preferring one after the most evaluation
+ * passes, then the latest; else the latest training pass. Iterations that
+ * would leave the window are not candidates.
+ * Returns its index, -1 when none. */
+static int sn_pick_first_pass(const sn_wpass *p, int np, int P, int lo, int n)
+{
+    int best = -1, best_evals = -1;
+    for (int k = 1; k < np; k++) {
+        if (!p[k].training || p[k].start < lo || p[k].start + P > n)
+            continue;
+        /* every pass of the iteration needs the one after it, to know
+         * where its update ends: the same pass one period later */
+        int again = 0;
+        for (int j = k + 1; j < np && !again; j++)
+            again = p[j].start == p[k].start + P;
+        if (!again)
+            continue;
+        int evals = 0, ok = 0;
+        for (int j = k - 1; j >= 0; j--) {
+            if (p[j].bwd_end < p[j].end) {
+                ok = 1;
+                break;
+            }
+            if (p[j].training)
+                break;
+            evals++;
+        }
+        if (!ok)
+            continue;
+        if (evals > best_evals || (evals == best_evals && p[k].start > p[best].start)) {
+            best = k;
+            best_evals = evals;
+        }
+    }
+    /* else the latest one the next pass follows, else the latest */
+    for (int k = np - 1; k >= 0 && best < 0; k--)
+        if (p[k].training && p[k].start >= lo && p[k].start + P <= n && k + 1 < np &&
+            p[k + 1].start <= p[k].start + P)
+            best = k;
+    if (best < 0)
+        for (int k = 0; k < np; k++)
+            if (p[k].training && p[k].start >= lo && p[k].start + P <= n)
+                best = k;
+    return best;
+}
+
+/* ---- locating the iteration ------------------------------------------------------------ */
+
+/* Where the iteration is in the recorded log. */
+typedef struct sn_where {
+    sn_period per;
+    size_t base;            /* step index where the representative iteration starts */
+    size_t iterations;      /* complete ones in the log, a differing first one included */
+    int first_differs;
+    sn_model_pass *passes;  /* the iteration's passes, iteration positions (caller frees) */
+    int npasses;
+} sn_where;
+
+/* Whether the steps [from, from + P) hold a forward-only and a
+ * backward-only cuDNN call: evidence of training, not a block repeated
+ * inside one pass (the layers of a single forward pass). */
+static int sn_forward_and_backward(const sn_ctx *c, size_t from, size_t P)
+{
+    int f = 0, b = 0;
+    for (size_t i = from; i < from + P; i++) {
+        char ph = sn_op_phase[c->t->calls[c->step_call[i]].op];
+        f |= ph == 'F';
+        b |= ph == 'B';
+    }
+    return f && b;
+}
+
+/* Lists the log's successful steps (c->step_call, c->n) and finds the
+ * iteration: a period with a complete training pass (forward and backward)
+ * repeated at least twice, cut where its first training pass begins.
+ * Returns 1 when found (c->P, c->base, w set), 0 when not, -1 when out of
+ * memory. */
+static int sn_locate(sn_ctx *c, sn_where *w)
+{
+    const sn_trace *t = c->t;
+    memset(w, 0, sizeof *w);
+    size_t nsteps = 0;
+    for (size_t i = 0; i < t->ncalls; i++)
+        nsteps += (t->calls[i].flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP;
+    c->step_call = malloc(sn_count((long)nsteps) * sizeof *c->step_call);
+    uint64_t *sig = malloc(sn_count((long)nsteps) * sizeof *sig);
+    if (!c->step_call || !sig) {
+        free(sig);
+        return -1;
+    }
+    c->n = 0;
+    for (size_t i = 0; i < t->ncalls; i++) {
+        const sn_trace_call *e = &t->calls[i];
+        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
+            sig[c->n] = e->sig;
+            c->step_call[c->n++] = i;
+        }
+    }
+    sn_period *per = &w->per;
+    sn_period_find(sig, c->n, 2, 256, per);
+    free(sig);
+    if (!per->found || per->period < 2)
+        return 0;
+    size_t P = c->P = per->period;
+    if (!sn_forward_and_backward(c, per->end - P, P))
+        return 0;
+    /* a window of up to three periods ending with the periodic part (and
+     * reaching before it into a first iteration that differs: its data
+     * flow is as good), with the copies to the host right after its last
+     * step */
+    size_t wl = per->end < 3 * P ? per->end : 3 * P;
+    size_t w0 = per->end - wl;
+    sn_win win;
+    if (sn_win_init(&win, t, c->step_call, w0, (int)wl, per->end < c->n ? c->step_call[per->end] : t->ncalls) != 0)
+        return -1;
+    sn_wpass *wp = malloc(sn_count((long)wl) * sizeof *wp);
+    if (!wp) {
+        sn_win_free(&win);
+        return -1;
+    }
+    int np = sn_find_passes(&win, (int)P, wp);
+    int k = np > 0 ? sn_pick_first_pass(wp, np, (int)P, (int)(per->start > w0 ? per->start - w0 : 0), (int)wl) : -1;
+    for (int i = 0; i < np; i++)
+        sn_debug("device %d: pass at %d: forward %d-%d, backward to %d, update to %d%s", t->dev, i, wp[i].start,
+                 wp[i].turn, wp[i].bwd_end, wp[i].end, i == k ? " (the iteration begins here)" : "");
+    if (np < 0) {
+        free(wp);
+        sn_win_free(&win);
+        return -1;
+    }
+    if (k < 0) {
+        free(wp);
+        sn_win_free(&win);
+        return 0;
+    }
+    /* the iteration's passes, in iteration positions */
+    int b = wp[k].start;
+    w->passes = malloc(sn_count(np) * sizeof *w->passes);
+    if (!w->passes) {
+        free(wp);
+        sn_win_free(&win);
+        return -1;
+    }
+    for (int j = k; j < np && wp[j].start < b + (int)P; j++) {
+        /* (clipped to the iteration: a pass repeats a period later, but
+         * the model never reads past the iteration's steps) */
+        sn_model_pass *q = &w->passes[w->npasses++];
+        q->first = wp[j].start - b;
+        q->turn = wp[j].turn - b < (int)P ? wp[j].turn - b : (int)P - 1;
+        q->end = (wp[j].end > b + (int)P ? b + (int)P : wp[j].end) - b;
+        q->bwd_end = wp[j].bwd_end - b < q->end ? wp[j].bwd_end - b : q->end;
+        if (q->bwd_end <= q->turn)
+            q->bwd_end = q->turn + 1 < q->end ? q->turn + 1 : q->end;
+        q->training = wp[j].training;
+    }
+    /* the last pass's update runs to the end of the iteration */
+    w->passes[w->npasses - 1].end = (int)P;
+    free(wp);
+    sn_win_free(&win);
+    size_t base = w0 + (size_t)b;
+    if (base < per->start || base + P > per->end)
+        return 0;
+    c->base = w->base = base;
+    size_t first_boundary = per->start + (base - per->start) % P;
+    w->iterations = (per->end - first_boundary) / P;
+    for (size_t i = 0; i < first_boundary; i++)
+        if (sn_op_phase[t->calls[c->step_call[i]].op] == 'F') {
+            w->first_differs = 1;
+            w->iterations++;
+            break;
+        }
+    return 1;
+}
+
+int sn_model_follow(sn_trace *t)
+{
+    sn_ctx c = {.t = t};
+    sn_where w;
+    int rc = sn_locate(&c, &w);
+    uint64_t *sig = rc == 1 ? malloc(c.P * sizeof *sig) : NULL;
+    if (sig) {
+        for (size_t s = 0; s < c.P; s++)
+            sig[s] = t->calls[c.step_call[c.base + s]].sig;
+        /* The log ends inside the periodic part, normally: the next step
+         * is the one after it. After a few odd steps, wait for the next
+         * iteration's first. */
+        int synced = w.per.end == c.n;
+        rc = sn_trace_follow(t, sig, c.P, synced ? (c.n - c.base) % c.P : 0, synced, w.iterations);
+    } else {
+        rc = -1;
+    }
+    free(sig);
+    free(w.passes);
+    free(c.step_call);
+    return rc;
+}
+
+/* ---- the model ------------------------------------------------------------------------ */
 
 void sn_model_free(sn_model *m)
 {
     free(m->steps);
+    free(m->passes);
     free(m->layers);
     free(m->edge_layer);
     free(m->tensors);
@@ -387,645 +976,1250 @@ static void sn_model_totals(const sn_trace *t, sn_model *m)
     }
 }
 
+int sn_model_phase_of_step(const sn_model *m, size_t k)
+{
+    if (!m->found || k < m->periodic_begin || k >= m->periodic_end || !m->period)
+        return -1;
+    size_t s = (k + m->period - m->first_index % m->period) % m->period;
+    return m->steps[s].phase;
+}
+
+/* State of the model build shared by its stages. */
+typedef struct sn_build {
+    sn_ctx *c;
+    sn_model *m;
+    const sn_trace *t;
+    sn_win w;                  /* the iteration, positions 0..P-1 */
+    int P;
+    int *layer_of;             /* per step: layer (forward and backward) */
+    char *is_weight;           /* per trace tensor: written by the update, read by a forward pass */
+    char *upd_touch;           /* per trace tensor: touched by an update step */
+    int *owner;                /* per trace tensor: layer owning it, -1 */
+    int *producer;             /* per trace tensor: layer whose forward step produced it last */
+    char *conv_out;            /* per trace tensor: a convolution produced it first */
+    int ref;                   /* index of the reference pass (the first training pass) */
+    int data_layer;
+    int cap_layers;
+} sn_build;
+
+static int sn_add_layer(sn_build *b, int cls, int first, uint64_t call)
+{
+    sn_model *m = b->m;
+    if (m->nlayers == b->cap_layers) {
+        int cap = b->cap_layers ? b->cap_layers * 2 : 64;
+        sn_model_layer *l = realloc(m->layers, (size_t)cap * sizeof *l);
+        if (!l)
+            return -1;
+        m->layers = l;
+        b->cap_layers = cap;
+    }
+    sn_model_layer *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->cls = cls;
+    l->first = l->last = first;
+    l->bwd_first = l->bwd_last = -1;
+    l->main_call = call;
+    l->out_tensor = -1;
+    return m->nlayers++;
+}
+
+/* The first call of a step's position (transfers before it included). */
+static uint64_t sn_first_call_at(const sn_build *b, int s)
+{
+    return s > 0 ? b->w.step_call[b->w.s0 + (size_t)s - 1] + 1 : b->w.call_lo;
+}
+
+/* Weights: tensors an update step changes and a forward step uses. */
+static void sn_find_weights(sn_build *b)
+{
+    const sn_trace *t = b->t;
+    sn_model *m = b->m;
+    char *fwd = calloc(sn_count((long)t->ntensors), 1);
+    if (!fwd)
+        return;
+    for (int s = 0; s < b->P; s++) {
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            if (a[j].mode & SN_ACC_SCRATCH)
+                continue;
+            if (m->steps[s].phase == SN_PHASE_UPDATE)
+                b->upd_touch[a[j].tensor] = 1;
+            else if (m->steps[s].phase == SN_PHASE_FORWARD && sn_uses(e, a[j].mode))
+                fwd[a[j].tensor] = 1;
+        }
+    }
+    for (size_t i = 0; i < t->ntensors; i++)
+        b->is_weight[i] = b->upd_touch[i] && fwd[i];
+    free(fwd);
+}
+
+/* ---- forward layers ---- */
+
+typedef struct sn_fwdinfo {
+    int first, last;           /* the reference pass's forward steps */
+    int *ffirst, *flast;       /* per trace tensor: first / last non-initialising forward touch */
+    char *value;               /* per trace tensor: produced by the pass */
+    char *init;                /* per step: only initialises (a fill, a prologue) */
+    char *tail;                /* per step: computes the result the host reads */
+} sn_fwdinfo;
+
+static int sn_anchor_cls(sn_build *b, int s)
+{
+    const sn_trace_call *e = sn_wstep(&b->w, s);
+    int cls = sn_dnn_class(e->op);
+    if (cls != CLS_NONE)
+        return cls;
+    if (sn_is_gemm(e->op)) {
+        const sn_trace_access *a = sn_acc(b->t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_W) && b->is_weight[a[j].tensor])
+                return CLS_FC;
+    }
+    return CLS_NONE;
+}
+
+/* The main output of a step: the first tensor it writes (exactly). */
+static int64_t sn_main_output(const sn_trace *t, const sn_trace_call *e)
+{
+    const sn_trace_access *a = sn_acc(t, e);
+    for (int i = 0; i < e->nacc; i++)
+        if ((a[i].mode & SN_ACC_W) && !(a[i].mode & SN_ACC_SCRATCH))
+            return a[i].tensor;
+    for (int i = 0; i < e->nacc; i++)
+        if (!(a[i].mode & SN_ACC_SCRATCH))
+            return a[i].tensor;
+    return -1;
+}
+
+static int sn_fwdinfo_init(sn_build *b, sn_fwdinfo *f, int first, int last)
+{
+    const sn_trace *t = b->t;
+    memset(f, 0, sizeof *f);
+    f->first = first;
+    f->last = last;
+    f->ffirst = malloc(sn_count((long)t->ntensors) * sizeof *f->ffirst);
+    f->flast = malloc(sn_count((long)t->ntensors) * sizeof *f->flast);
+    f->value = calloc(sn_count((long)t->ntensors), 1);
+    f->init = calloc(sn_count(b->P), 1);
+    f->tail = calloc(sn_count(b->P), 1);
+    char *seen = calloc(sn_count((long)t->ntensors), 1);
+    if (!f->ffirst || !f->flast || !f->value || !f->init || !f->tail || !seen) {
+        free(seen);
+        return -1;
+    }
+    for (size_t i = 0; i < t->ntensors; i++)
+        f->ffirst[i] = f->flast[i] = -1;
+    /* produced values: first touched by a copy from the host, an exact
+     * write that does not read, a fill, or a kernel (not of a weight) */
+    for (uint64_t c = sn_first_call_at(b, first); c <= b->w.step_call[b->w.s0 + (size_t)last]; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e))
+            continue;
+        int p = b->w.pos[c - b->w.call_lo];
+        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)p] == c;
+        int fill = is_step && sn_filler(&b->w, p);
+        const sn_trace_access *a = sn_acc(t, e);
+        /* a kernel given one buffer the pass already wrote works on it in
+         * place (an activation); only on a buffer not yet written it fills */
+        if (fill && e->op == SN_OP_KERNEL)
+            for (int j = 0; j < e->nacc; j++)
+                if (!(a[j].mode & SN_ACC_SCRATCH) && (seen[a[j].tensor] & 2))
+                    fill = 0;
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if (a[j].mode & SN_ACC_SCRATCH)
+                continue;
+            if (!(seen[x] & 1)) {
+                seen[x] |= 1;
+                if (!b->is_weight[x] &&
+                    (fill || !sn_exact(e) || ((a[j].mode & SN_ACC_W) && !(a[j].mode & SN_ACC_R))))
+                    f->value[x] = 1;
+            }
+            if (is_step && !fill) {
+                if (f->ffirst[x] < 0)
+                    f->ffirst[x] = p;
+                f->flast[x] = p;
+            }
+            /* 2: written in the pass (by a step that is not a fill) */
+            if (is_step && !fill && sn_changes(e, a[j].mode))
+                seen[x] |= 2;
+        }
+        if (fill)
+            f->init[p] = 1;
+    }
+    free(seen);
+    /* the tail: the step whose result the host reads, and for a reduction
+     * into host memory, the step that made what it reduces */
+    const sn_trace_call *te = sn_wstep(&b->w, last);
+    f->tail[last] = 1;
+    if (sn_host_reduction(t, te)) {
+        const sn_trace_access *a = sn_acc(t, te);
+        const int *wr = sn_wwr(&b->w, te);
+        for (int j = 0; j < te->nacc; j++)
+            if ((a[j].mode & SN_ACC_R) && wr[j] >= first && wr[j] < last)
+                f->tail[wr[j]] = 1;
+    }
+    /* prologues: steps whose new values are all first used by the next
+     * layer-making call, which writes into them (a bias broadcast before an
+     * accumulating GEMM); they belong to that layer, like fills */
+    for (int s = last; s >= first; s--) {
+        if (f->init[s] || f->tail[s] || sn_anchor_cls(b, s) != CLS_NONE)
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        int fresh = 0, ok = 1;
+        for (int j = 0; j < e->nacc && ok; j++) {
+            uint32_t x = a[j].tensor;
+            if ((a[j].mode & SN_ACC_SCRATCH) || !f->value[x] || f->ffirst[x] != s || !sn_changes(e, a[j].mode))
+                continue;
+            fresh++;
+            /* the next step touching it */
+            int nx = -1;
+            for (int r = s + 1; r <= last && nx < 0; r++) {
+                if (f->init[r])
+                    continue;
+                const sn_trace_call *er = sn_wstep(&b->w, r);
+                const sn_trace_access *ar = sn_acc(t, er);
+                for (int k = 0; k < er->nacc; k++)
+                    if (ar[k].tensor == x && !(ar[k].mode & SN_ACC_SCRATCH)) {
+                        nx = r;
+                        ok = sn_exact(er) && (ar[k].mode & SN_ACC_W) && sn_anchor_cls(b, r) != CLS_NONE;
+                        break;
+                    }
+            }
+            if (nx < 0)
+                ok = 0;
+            /* everything between is a fill or prologue too */
+            for (int r = s + 1; ok && r < nx; r++)
+                ok = f->init[r];
+        }
+        if (fresh && ok)
+            f->init[s] = 1;
+    }
+    return 0;
+}
+
+static void sn_fwdinfo_free(sn_fwdinfo *f)
+{
+    free(f->ffirst);
+    free(f->flast);
+    free(f->value);
+    free(f->init);
+    free(f->tail);
+}
+
+/* Whether a new layer begins at step s, the current one having begun at
+ * step from: a single value flows from the current layer's steps into the
+ * rest of the pass, and s produces a new value that later steps use. */
+static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
+{
+    const sn_trace *t = b->t;
+    /* values the current steps made or used that later steps use */
+    uint32_t one = UINT32_MAX;
+    int crossing = 0;
+    for (int r = from; r < s && crossing < 2; r++) {
+        if (f->init[r])
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, r);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc && crossing < 2; j++) {
+            uint32_t x = a[j].tensor;
+            if ((a[j].mode & SN_ACC_SCRATCH) || !f->value[x] || f->flast[x] < s || x == one)
+                continue;
+            one = x;
+            crossing++;
+        }
+    }
+    if (crossing != 1)
+        return 0;
+    /* s itself produces a new value a later step uses */
+    if (f->init[s] || f->tail[s])
+        return 0;
+    const sn_trace_call *e = sn_wstep(&b->w, s);
+    const sn_trace_access *a = sn_acc(t, e);
+    for (int j = 0; j < e->nacc; j++) {
+        uint32_t x = a[j].tensor;
+        if (!(a[j].mode & SN_ACC_SCRATCH) && f->value[x] && f->ffirst[x] == s && f->flast[x] > s &&
+            sn_changes(e, a[j].mode))
+            return 1;
+    }
+    return 0;
+}
+
+/* The reference pass's forward steps into layers. */
+static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
+{
+    sn_model *m = b->m;
+    const sn_trace *t = b->t;
+    int first = f->first, last = f->last;
+    /* the data layer: the copies that open the pass, with the copies from
+     * the host before them */
+    int s = first;
+    while (s <= last && sn_is_copy(sn_wstep(&b->w, s)->op) && !f->tail[s])
+        s++;
+    int h2d = 0, upto = s;
+    while (upto < last && f->init[upto])
+        upto++;
+    for (uint64_t c = sn_first_call_at(b, first); c < b->w.step_call[b->w.s0 + (size_t)upto]; c++)
+        h2d |= b->t->calls[c].op == SN_OP_MEMCPY_H2D && sn_ok(&b->t->calls[c]);
+    b->data_layer = -1;
+    if (s > first || h2d) {
+        uint64_t main = b->w.step_call[b->w.s0 + (size_t)first];
+        for (uint64_t c = sn_first_call_at(b, first); c < main; c++)
+            if (b->t->calls[c].op == SN_OP_MEMCPY_H2D && sn_ok(&b->t->calls[c])) {
+                main = c;
+                break;
+            }
+        b->data_layer = sn_add_layer(b, CLS_DATA, first, main);
+        if (b->data_layer < 0)
+            return -1;
+        for (int r = first; r < s; r++)
+            b->layer_of[r] = b->data_layer;
+    }
+    int cur = -1, cur_from = -1;
+    int64_t cur_out = -1;
+    for (; s <= last; s++) {
+        if (f->init[s])
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        int cls = sn_anchor_cls(b, s);
+        int64_t out = sn_main_output(t, e);
+        int start_new;
+        if (cls != CLS_NONE)
+            start_new = cur < 0 || m->layers[cur].cls != cls || out < 0 || out != cur_out;
+        else if (cur < 0)
+            start_new = 1;
+        else if (f->tail[s])
+            start_new = 0;
+        else
+            start_new = sn_optional_cut(b, f, cur_from, s);
+        if (start_new) {
+            cur = sn_add_layer(b, cls != CLS_NONE ? cls : CLS_OTHER, s, b->w.step_call[b->w.s0 + (size_t)s]);
+            if (cur < 0)
+                return -1;
+            cur_from = s;
+            cur_out = out;
+        }
+        b->layer_of[s] = cur;
+    }
+    /* fills and prologues: the layer of the next step that touches their
+     * buffer, else the next layer */
+    for (s = last; s >= first; s--) {
+        if (!f->init[s] || b->layer_of[s] >= 0)
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        int to = -1, next = -1;
+        for (int r = s + 1; r <= last && to < 0; r++) {
+            if (b->layer_of[r] < 0)
+                continue;
+            if (next < 0)
+                next = b->layer_of[r];
+            const sn_trace_call *er = sn_wstep(&b->w, r);
+            const sn_trace_access *ar = sn_acc(t, er);
+            for (int j = 0; j < e->nacc && to < 0; j++)
+                for (int k = 0; k < er->nacc; k++)
+                    if (ar[k].tensor == a[j].tensor && !(a[j].mode & SN_ACC_SCRATCH)) {
+                        to = b->layer_of[r];
+                        break;
+                    }
+        }
+        if (to < 0)
+            to = next;
+        if (to < 0)
+            for (int r = s - 1; r >= first && to < 0; r--)
+                to = b->layer_of[r];
+        if (to < 0) {
+            to = sn_add_layer(b, CLS_OTHER, s, b->w.step_call[b->w.s0 + (size_t)s]);
+            if (to < 0)
+                return -1;
+        }
+        b->layer_of[s] = to;
+    }
+    m->fwd_layers = m->nlayers;
+    for (s = first; s <= last; s++) {
+        int l = b->layer_of[s];
+        if (l < 0)
+            continue;
+        sn_model_layer *L = &m->layers[l];
+        if (L->nfwd == 0 || s < L->first)
+            L->first = s;
+        if (s > L->last || L->nfwd == 0)
+            L->last = s;
+        L->nfwd++;
+    }
+    return 0;
+}
+
+/* Another forward pass onto the reference pass's layers: step by step when
+ * the two are the same, else by the kind of step in order (an evaluation
+ * pass without dropout, at another batch size). */
+static void sn_map_pass(sn_build *b, const sn_model_pass *ref, const sn_model_pass *p)
+{
+    int nr = ref->turn - ref->first + 1, np = p->turn - p->first + 1;
+    int same = nr == np;
+    for (int i = 0; same && i < np; i++)
+        same = sn_wstep(&b->w, ref->first + i)->sig == sn_wstep(&b->w, p->first + i)->sig;
+    if (same) {
+        for (int i = 0; i < np; i++)
+            b->layer_of[p->first + i] = b->layer_of[ref->first + i];
+        return;
+    }
+    int r = ref->first, prev = -1;
+    for (int s = p->first; s <= p->turn; s++) {
+        int op = sn_wstep(&b->w, s)->op, got = -1, cls = sn_dnn_class(op);
+        for (int k = r; k <= ref->turn && k < r + 16; k++)
+            if (sn_wstep(&b->w, k)->op == op || (cls != CLS_NONE && sn_dnn_class(sn_wstep(&b->w, k)->op) == cls)) {
+                got = k;
+                break;
+            }
+        if (got >= 0) {
+            b->layer_of[s] = prev = b->layer_of[got];
+            r = got + 1;
+        } else {
+            b->layer_of[s] = prev;
+        }
+    }
+}
+
+/* ---- ownership and the backward pass ---- */
+
+/* The layer a tensor belongs to in pass p: for a value the pass
+ * produces, the layer whose forward step wrote it last (an in-place layer
+ * owns what it overwrote); for anything else (weights, constants), the
+ * layer of the first forward step that touches it. A copy from the host
+ * belongs to the data layer. */
+static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
+{
+    const sn_trace *t = b->t;
+    for (size_t i = 0; i < t->ntensors; i++)
+        own[i] = -1;
+    for (uint64_t c = sn_first_call_at(b, p->first); c <= b->w.step_call[b->w.s0 + (size_t)p->turn]; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
+            continue;
+        int pos = b->w.pos[c - b->w.call_lo];
+        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)pos] == c;
+        int l = is_step ? b->layer_of[pos] : b->data_layer;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if (a[j].mode & SN_ACC_SCRATCH)
+                continue;
+            /* a kernel's access is not evidence of a write: it claims only
+             * what nothing claimed before */
+            if (own[x] < 0 || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !b->is_weight[x]))
+                own[x] = l;
+        }
+    }
+}
+
+/* The update pairs each weight with its gradient and optimizer state: a
+ * tensor an update step touches along with the weights of exactly one
+ * layer belongs to that layer. */
+static void sn_param_groups(sn_build *b, const int *own)
+{
+    const sn_trace *t = b->t;
+    for (int round = 0; round < 3; round++)
+        for (int s = 0; s < b->P; s++) {
+            if (b->m->steps[s].phase != SN_PHASE_UPDATE)
+                continue;
+            const sn_trace_call *e = sn_wstep(&b->w, s);
+            const sn_trace_access *a = sn_acc(t, e);
+            int l = -1, many = 0;
+            for (int j = 0; j < e->nacc; j++) {
+                uint32_t x = a[j].tensor;
+                if (a[j].mode & SN_ACC_SCRATCH)
+                    continue;
+                int o = b->is_weight[x] ? own[x] : b->owner[x];
+                if (o < 0)
+                    continue;
+                if (l >= 0 && o != l)
+                    many = 1;
+                l = o;
+            }
+            if (l < 0 || many)
+                continue;
+            for (int j = 0; j < e->nacc; j++)
+                if (!(a[j].mode & SN_ACC_SCRATCH) && b->owner[a[j].tensor] < 0)
+                    b->owner[a[j].tensor] = l;
+        }
+}
+
 typedef struct sn_edge {
     int producer, consumer;
     uint32_t tensor;
 } sn_edge;
 
-/* Where the iteration is in the recorded log. */
-typedef struct sn_where {
-    sn_period per;
-    size_t base;            /* step index where the representative iteration starts */
-    size_t iterations;      /* complete ones in the log, a differing first one included */
-    int first_differs;
-    int cut, fwd_end;       /* sn_find_cut's, in the window sn_locate chose */
-    char *is_update_w;      /* sn_find_cut's update steps, window positions (caller frees) */
-} sn_where;
+typedef struct sn_edges {
+    sn_edge *v;
+    int n, cap;
+} sn_edges;
 
-/* Whether the steps [from, from + P) hold a forward-only and a
- * backward-only step: a whole training iteration. A period without both is
- * a block repeated inside one pass (the layers of a single forward pass),
- * not an iteration. */
-static int sn_forward_and_backward(const sn_ctx *c, size_t from, size_t P)
+static void sn_edge_add(sn_edges *E, int producer, int consumer, uint32_t tensor)
 {
-    int f = 0, b = 0;
-    for (size_t i = from; i < from + P; i++) {
-        char ph = sn_op_phase[sn_call_at(c, i)->op];
-        f |= ph == 'F';
-        b |= ph == 'B';
+    if (producer < 0 || consumer < 0 || producer == consumer)
+        return;
+    for (int x = 0; x < E->n; x++)
+        if (E->v[x].producer == producer && E->v[x].consumer == consumer && E->v[x].tensor == tensor)
+            return;
+    if (E->n == E->cap) {
+        int cap = E->cap ? E->cap * 2 : 256;
+        sn_edge *v = realloc(E->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return;
+        E->v = v;
+        E->cap = cap;
     }
-    return f && b;
+    E->v[E->n++] = (sn_edge){producer, consumer, tensor};
 }
 
-/* Lists the log's successful steps (c->step_call, c->n) and finds the
- * iteration: a period with a complete forward and backward pass repeated
- * at least twice, cut where the forward pass begins. Returns 1 when found
- * (c->P and c->base set), 0 when not, -1 when out of memory. */
-static int sn_locate(sn_ctx *c, sn_where *w)
+/* Edges of the reference pass's forward steps: a step reading a value
+ * another layer produced. Leaves b->producer as the pass leaves it. */
+static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
 {
-    const sn_trace *t = c->t;
-    memset(w, 0, sizeof *w);
-    size_t nsteps = 0;
-    for (size_t i = 0; i < t->ncalls; i++)
-        nsteps += (t->calls[i].flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP;
-    c->step_call = malloc((nsteps ? nsteps : 1) * sizeof *c->step_call);
-    uint64_t *sig = malloc((nsteps ? nsteps : 1) * sizeof *sig);
-    if (!c->step_call || !sig) {
-        free(sig);
-        return -1;
-    }
-    c->n = 0;
-    for (size_t i = 0; i < t->ncalls; i++) {
-        const sn_trace_call *e = &t->calls[i];
-        if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
-            sig[c->n] = e->sig;
-            c->step_call[c->n++] = i;
+    const sn_trace *t = b->t;
+    for (size_t i = 0; i < t->ntensors; i++)
+        b->producer[i] = -1;
+    for (uint64_t c = sn_first_call_at(b, f->first); c <= b->w.step_call[b->w.s0 + (size_t)f->last]; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
+            continue;
+        int p = b->w.pos[c - b->w.call_lo];
+        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)p] == c;
+        int l = is_step ? b->layer_of[p] : b->data_layer;
+        const sn_trace_access *a = sn_acc(t, e);
+        if (is_step && !f->init[p])
+            for (int j = 0; j < e->nacc; j++) {
+                uint32_t x = a[j].tensor;
+                if (f->value[x] && sn_uses(e, a[j].mode))
+                    sn_edge_add(E, b->producer[x], l, x);
+            }
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if (f->value[x] && l >= 0 && !(a[j].mode & SN_ACC_SCRATCH) &&
+                ((sn_exact(e) && (a[j].mode & SN_ACC_W)) || b->producer[x] < 0)) {
+                /* a convolution's output stays one when a ReLU then works
+                 * on it in place (for the offloading what-if) */
+                if (b->producer[x] < 0 && is_step && !f->init[p] && b->m->layers[l].cls == CLS_CONV)
+                    b->conv_out[x] = 1;
+                b->producer[x] = l;
+            }
         }
     }
-    sn_period *per = &w->per;
-    sn_period_find(sig, c->n, 2, 256, per);
-    free(sig);
-    if (!per->found || per->period < 2)
-        return 0;
-    size_t P = c->P = per->period;
-    size_t w0 = per->end - P;
-    if (!sn_forward_and_backward(c, w0, P))
-        return 0;
-    /* move the window back to begin with a forward pass (sn_find_cut);
-     * the periodic part holds two periods at least, so it stays inside */
-    long turn_b, turn_f;
-    sn_pass_turn(c, w0, &turn_b, &turn_f);
-    if (turn_f > 0)
-        w0 = w0 + (size_t)turn_f - P;
-    w->is_update_w = malloc(P);
-    if (!w->is_update_w)
-        return -1;
-    w->fwd_end = -1;
-    w->cut = sn_find_cut(c, w0, &w->fwd_end, w->is_update_w);
-    /* representative iteration: the last complete one */
-    size_t base = w0 + (size_t)w->cut;
-    if (base + P > per->end)
-        base -= P;
-    if (base < per->start || base + P > per->end)
-        return 0;
-    c->base = w->base = base;
-    size_t first_boundary = per->start + (base - per->start) % P;
-    w->iterations = (per->end - first_boundary) / P;
-    for (size_t i = 0; i < first_boundary; i++)
-        if (sn_op_phase[sn_call_at(c, i)->op] == 'F') {
-            w->first_differs = 1;
-            w->iterations++;
-            break;
-        }
-    return 1;
 }
 
-int sn_model_follow(sn_trace *t)
+/* Values the other forward passes produce (an evaluation pass's own
+ * buffers) and the layers producing them, as for the reference pass. */
+static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
 {
-    sn_ctx c = {.t = t};
-    sn_where w;
-    int rc = sn_locate(&c, &w);
-    uint64_t *sig = rc == 1 ? malloc(c.P * sizeof *sig) : NULL;
-    if (sig) {
-        for (size_t s = 0; s < c.P; s++)
-            sig[s] = t->calls[c.step_call[c.base + s]].sig;
-        /* The log ends inside the periodic part, normally: the next step
-         * is the one after it. After a few odd steps, wait for the next
-         * iteration's first. */
-        int synced = w.per.end == c.n;
-        rc = sn_trace_follow(t, sig, c.P, synced ? (c.n - c.base) % c.P : 0, synced, w.iterations);
-    } else {
-        rc = -1;
+    const sn_trace *t = b->t;
+    char *seen = calloc(sn_count((long)t->ntensors), 1);
+    if (!seen)
+        return;
+    for (uint64_t c = sn_first_call_at(b, p->first); c <= b->w.step_call[b->w.s0 + (size_t)p->turn]; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
+            continue;
+        int pos = b->w.pos[c - b->w.call_lo];
+        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)pos] == c;
+        int l = is_step ? b->layer_of[pos] : b->data_layer;
+        int fill = is_step && sn_filler(&b->w, pos);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t x = a[j].tensor;
+            if ((a[j].mode & SN_ACC_SCRATCH) || b->is_weight[x])
+                continue;
+            if (!seen[x]) {
+                seen[x] = 1;
+                if (!value[x] &&
+                    (fill || !sn_exact(e) || ((a[j].mode & SN_ACC_W) && !(a[j].mode & SN_ACC_R)))) {
+                    value[x] = 2;
+                    b->producer[x] = l;
+                }
+            }
+            if (value[x] == 2 && l >= 0 && sn_exact(e) && (a[j].mode & SN_ACC_W))
+                b->producer[x] = l;
+        }
     }
-    free(sig);
-    free(w.is_update_w);
-    free(c.step_call);
-    return rc;
+    free(seen);
+}
+
+/* The layer a backward step of pass p belongs to: the latest layer among
+ * the owners of what it touches; without one, the layer whose backward
+ * steps made a gradient it reads hands it to a layer feeding that one;
+ * else the previous backward step's layer. */
+static int sn_backward_layer(sn_build *b, int s, const int *own, const sn_edges *E, int prev)
+{
+    const sn_trace *t = b->t;
+    const sn_trace_call *e = sn_wstep(&b->w, s);
+    const sn_trace_access *a = sn_acc(t, e);
+    int best = -1;
+    /* a weight, its gradient or its optimizer state says it best */
+    for (int j = 0; j < e->nacc; j++) {
+        uint32_t x = a[j].tensor;
+        if (a[j].mode & SN_ACC_SCRATCH)
+            continue;
+        int o = b->is_weight[x] ? own[x] : b->owner[x];
+        if (o > best && o != b->data_layer)
+            best = o;
+    }
+    if (best >= 0)
+        return best;
+    for (int j = 0; j < e->nacc; j++) {
+        uint32_t x = a[j].tensor;
+        if (a[j].mode & SN_ACC_SCRATCH)
+            continue;
+        /* the data layer has no backward pass: a step reading the labels
+         * belongs to the layer that used them */
+        if (own[x] > best && own[x] != b->data_layer)
+            best = own[x];
+    }
+    if (best >= 0)
+        return best;
+    const int *wr = sn_wwr(&b->w, e);
+    /* a kernel making a gradient the backward pass had not written yet
+     * (fills aside) passes it on to the next layer down */
+    int fresh = 0;
+    for (int j = 0; j < e->nacc && !sn_exact(e); j++) {
+        if (a[j].mode & SN_ACC_SCRATCH)
+            continue;
+        int at = wr[j];
+        if (at < 0 || b->m->steps[at].phase != SN_PHASE_BACKWARD || sn_filler(&b->w, at))
+            fresh = 1;
+    }
+    for (int j = 0; j < e->nacc; j++) {
+        if (!sn_uses(e, a[j].mode) || wr[j] < 0 || wr[j] >= s)
+            continue;
+        int M = b->layer_of[wr[j]];
+        if (M < 0 || b->m->steps[wr[j]].phase != SN_PHASE_BACKWARD)
+            continue;
+        /* a gradient M made, updated in place: still M's backward pass */
+        if (sn_exact(e) ? (a[j].mode & SN_ACC_W) != 0 : !fresh) {
+            if (M > best)
+                best = M;
+            continue;
+        }
+        int in = -1;
+        for (int x = 0; x < E->n; x++)
+            if (E->v[x].consumer == M && E->v[x].producer > in)
+                in = E->v[x].producer;
+        if (in > best)
+            best = in;
+    }
+    if (best >= 0)
+        return best;
+    return prev;
+}
+
+static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int l)
+{
+    const sn_trace *t = b->t;
+    const sn_trace_call *main = &t->calls[L->main_call];
+    switch (L->cls) {
+    case CLS_CONV: return "conv";
+    case CLS_DECONV: return "deconv";
+    case CLS_BN: return "batchnorm";
+    case CLS_ACT: {
+        static const char *const act[] = {"sigmoid", "relu", "tanh", "clipped_relu", "elu", "identity", "swish"};
+        return main->algo >= 0 && main->algo < 7 ? act[main->algo] : "activation";
+    }
+    case CLS_POOL: return main->algo == 1 || main->algo == 2 ? "avgpool" : "maxpool";
+    case CLS_LRN: return "lrn";
+    case CLS_DROPOUT: return "dropout";
+    case CLS_FC: return "fc";
+    case CLS_CONCAT: return "concat";
+    case CLS_ADD: {
+        static const char *const ops[] = {"add", "mul", "min", "max", "sqrt", "not"};
+        return main->op == SN_OP_OP_TENSOR && main->algo >= 0 && main->algo < 6 ? ops[main->algo] : "add";
+    }
+    case CLS_SOFTMAX: {
+        /* a softmax whose backward pass is not cuDNN's: the loss's */
+        for (int s = 0; s < b->P; s++)
+            if (b->layer_of[s] == l && b->m->steps[s].phase == SN_PHASE_BACKWARD &&
+                sn_wstep(&b->w, s)->op == SN_OP_SOFTMAX_BWD)
+                return "softmax";
+        return L->bwd_first >= 0 ? "softmax_loss" : "softmax";
+    }
+    case CLS_DATA: return "data";
+    default: break;
+    }
+    /* made of other calls: copies (a concatenation when they gather more
+     * than one input), cuBLAS calls without weights, or kernels */
+    int copies = 0, blas = 0, kernels = 0, steps = 0;
+    for (int s = L->first; s <= L->last; s++) {
+        if (b->layer_of[s] != l || b->m->steps[s].phase != SN_PHASE_FORWARD)
+            continue;
+        int op = sn_wstep(&b->w, s)->op;
+        if (op == SN_OP_MEMSET || op == SN_OP_SET_TENSOR)
+            continue;
+        steps++;
+        if (sn_is_copy(op))
+            copies++;
+        else if (op == SN_OP_KERNEL || op == SN_OP_GRAPH)
+            kernels++;
+        else
+            blas++;
+    }
+    if (steps && copies == steps)
+        return L->nin > 1 ? "concat" : "copy";
+    if (blas > kernels + copies)
+        return "blas";
+    return "kernel";
+}
+
+/* ---- the build ---- */
+
+static int sn_build_steps(sn_build *b, const sn_where *wh)
+{
+    sn_model *m = b->m;
+    int P = b->P;
+    m->passes = malloc(sn_count(wh->npasses) * sizeof *m->passes);
+    if (!m->passes)
+        return -1;
+    memcpy(m->passes, wh->passes, (size_t)wh->npasses * sizeof *m->passes);
+    m->npasses = wh->npasses;
+    for (int s = 0; s < P; s++) {
+        sn_model_step *st = &m->steps[s];
+        st->call = b->w.step_call[b->w.s0 + (size_t)s];
+        st->layer = -1;
+        st->group = -1;
+        st->phase = -1;
+        st->pass = -1;
+        if (b->t->calls[st->call].flags & SN_TC_OPAQUE)
+            m->opaque_steps++;
+    }
+    for (int k = 0; k < m->npasses; k++) {
+        const sn_model_pass *p = &m->passes[k];
+        m->train_passes += p->training;
+        m->eval_passes += !p->training;
+        m->updates += p->bwd_end < p->end;
+        for (int s = p->first; s < p->end && s < P; s++) {
+            m->steps[s].pass = k;
+            m->steps[s].phase = s <= p->turn ? SN_PHASE_FORWARD
+                                : s < p->bwd_end ? SN_PHASE_BACKWARD
+                                                 : SN_PHASE_UPDATE;
+        }
+    }
+    m->backward_start = P;
+    for (int s = 0; s < P; s++) {
+        int ph = m->steps[s].phase;
+        m->fwd_steps += ph == SN_PHASE_FORWARD;
+        m->bwd_steps += ph == SN_PHASE_BACKWARD;
+        m->upd_steps += ph == SN_PHASE_UPDATE;
+        if (ph == SN_PHASE_BACKWARD && m->backward_start == P)
+            m->backward_start = s;
+    }
+    return 0;
+}
+
+/* The first record of the log allocated at or after call k (records are
+ * made in call order). */
+static size_t sn_first_tensor_from(const sn_trace *t, uint64_t k)
+{
+    size_t lo = 0, hi = t->recorded_tensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->tensors[mid].alloc_call < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Model tensors: every allocation the iteration's calls touch. */
+static int sn_build_tensors(sn_build *b)
+{
+    sn_model *m = b->m;
+    const sn_trace *t = b->t;
+    sn_ctx *c = b->c;
+    int cap = 0;
+    for (size_t i = 0; i < t->ntensors; i++)
+        c->tensor_map[i] = -1;
+    for (uint64_t k = b->w.call_lo; k < b->w.call_hi; k++) {
+        const sn_trace_call *e = &t->calls[k];
+        if (!sn_ok(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            uint32_t id = a[j].tensor;
+            if (c->tensor_map[id] >= 0)
+                continue;
+            if (m->ntensors == cap) {
+                cap = cap ? cap * 2 : 256;
+                sn_model_tensor *nt = realloc(m->tensors, (size_t)cap * sizeof *nt);
+                if (!nt)
+                    return -1;
+                m->tensors = nt;
+            }
+            const sn_trace_tensor *x = &t->tensors[id];
+            sn_model_tensor *mt = &m->tensors[m->ntensors];
+            memset(mt, 0, sizeof *mt);
+            mt->id = id;
+            mt->bytes = x->bytes;
+            mt->first = mt->last = -1;
+            mt->live_first = mt->live_last = -1;
+            mt->producer = mt->owner = -1;
+            mt->site = x->site;
+            mt->lib_owner = x->owner;
+            mt->alloc_in_iter = x->alloc_call >= b->w.call_lo && x->alloc_call < b->w.call_hi;
+            mt->alloc_step = mt->alloc_in_iter ? b->w.pos[x->alloc_call - b->w.call_lo] : -1;
+            mt->free_step = b->P;
+            if (x->freed && x->free_call < b->w.call_hi)
+                mt->free_step = x->free_call > b->w.call_lo ? b->w.pos[x->free_call - 1 - b->w.call_lo] : -1;
+            c->tensor_map[id] = m->ntensors++;
+        }
+    }
+    /* identity: the n-th allocation from its call site in the iteration
+     * (allocations made and freed unused count too); the log's records are
+     * in allocation order */
+    size_t lo = sn_first_tensor_from(t, b->w.call_lo);
+    for (int i = 0; i < m->ntensors; i++) {
+        sn_model_tensor *mt = &m->tensors[i];
+        if (!mt->alloc_in_iter)
+            continue;
+        for (size_t x = lo; x < mt->id; x++)
+            mt->ordinal += t->tensors[x].site == mt->site && sn_trace_counts_memory(t->tensors[x].kind);
+    }
+    return 0;
+}
+
+/* Identity across iterations: the tensors allocated in the iteration and
+ * those allocated in the one before, matched by call site and ordinal. */
+static void sn_identity(sn_build *b, const sn_where *wh)
+{
+    sn_model *m = b->m;
+    const sn_trace *t = b->t;
+    const sn_ctx *c = b->c;
+    for (int i = 0; i < m->ntensors; i++)
+        m->ident_total += m->tensors[i].alloc_in_iter;
+    if (c->base < wh->per.start + c->P || m->ident_total == 0)
+        return;
+    size_t prev = c->base - c->P;
+    uint64_t lo = prev > 0 ? c->step_call[prev - 1] + 1 : 0;
+    uint64_t hi = b->w.call_lo;
+    size_t first = sn_first_tensor_from(t, lo);
+    /* previous iteration's allocations, in order */
+    for (int i = 0; i < m->ntensors; i++) {
+        const sn_model_tensor *mt = &m->tensors[i];
+        if (!mt->alloc_in_iter)
+            continue;
+        int k = 0, matched = 0;
+        for (size_t x = first; x < t->recorded_tensors && !matched; x++) {
+            const sn_trace_tensor *y = &t->tensors[x];
+            if (y->alloc_call >= hi)
+                break;
+            if (y->site != mt->site || !sn_trace_counts_memory(y->kind))
+                continue;
+            if (k++ == mt->ordinal)
+                matched = y->bytes == mt->bytes;
+        }
+        m->ident_matched += matched;
+    }
 }
 
 int sn_model_build(const sn_trace *t, sn_model *m)
 {
     memset(m, 0, sizeof *m);
-    m->max_working_set_layer = -1;
+    m->max_working_set_step = m->superneurons_step = -1;
     sn_model_totals(t, m);
     sn_ctx c = {.t = t, .m = m};
-    sn_where w;
-    int rc = sn_locate(&c, &w);
+    sn_where wh;
+    int rc = sn_locate(&c, &wh);
     if (rc <= 0) {
-        free(w.is_update_w);
+        free(wh.passes);
         free(c.step_call);
         return rc;
     }
     size_t P = c.P, base = c.base;
-    sn_period per = w.per;
-    int cut = w.cut, fwd_end = w.fwd_end;
-    char *is_update_w = w.is_update_w;
     m->found = 1;
     m->period = P;
     m->first_index = base;
-    m->first_differs = w.first_differs;
-    m->iterations_recorded = w.iterations;
+    m->periodic_begin = wh.per.start;
+    m->periodic_end = wh.per.end;
+    m->first_differs = wh.first_differs;
+    m->iterations_recorded = wh.iterations;
     /* following: the running count covers the whole run */
-    m->iterations = t->state == SN_TRACE_FOLLOWING ? t->run.iterations : w.iterations;
+    m->iterations = t->state == SN_TRACE_FOLLOWING ? t->run.iterations : wh.iterations;
 
+    sn_build b = {.c = &c, .m = m, .t = t, .P = (int)P};
+    size_t nt = sn_count((long)t->ntensors);
     m->steps = calloc(P, sizeof *m->steps);
-    char *is_update = calloc(P, 1);
-    c.tensor_map = malloc((t->ntensors ? t->ntensors : 1) * sizeof *c.tensor_map);
-    if (!m->steps || !is_update || !c.tensor_map) {
-        free(is_update);
-        free(is_update_w);
-        free(c.step_call);
-        free(c.tensor_map);
-        return -1;
-    }
-    /* window position of iteration position s: (cut + s) % P */
-    for (size_t s = 0; s < P; s++) {
-        is_update[s] = is_update_w[((size_t)cut + s) % P];
-        sn_model_step *st = &m->steps[s];
-        st->call = c.step_call[base + s];
-        st->layer = -1;
-        st->group = -1;
-        st->mem_asis = t->calls[st->call].live_bytes;
-        if (st->mem_asis > m->peak_asis_iter)
-            m->peak_asis_iter = st->mem_asis;
-        if (is_update[s])
-            st->phase = SN_PHASE_UPDATE;
-        else if (fwd_end < 0 || (int)s <= fwd_end)
-            st->phase = SN_PHASE_FORWARD;
-        else
-            st->phase = SN_PHASE_BACKWARD;
-        if (t->calls[st->call].flags & SN_TC_OPAQUE)
-            m->opaque_steps++;
-    }
-    free(is_update_w);
-    m->backward_start = (int)P;
-    for (size_t s = 0; s < P; s++) {
-        if (m->steps[s].phase == SN_PHASE_FORWARD)
-            m->fwd_steps++;
-        else if (m->steps[s].phase == SN_PHASE_BACKWARD) {
-            m->bwd_steps++;
-            if (m->backward_start == (int)P)
-                m->backward_start = (int)s;
-        } else
-            m->upd_steps++;
-    }
-
-    /* ---- the iteration's calls, transfers included, at step positions ---- */
-    uint64_t call_lo = base > 0 ? c.step_call[base - 1] + 1 : 0;
-    uint64_t call_hi = c.step_call[base + P - 1] + 1;
+    c.tensor_map = malloc(nt * sizeof *c.tensor_map);
+    b.layer_of = malloc(P * sizeof *b.layer_of);
+    b.is_weight = calloc(nt, 1);
+    b.upd_touch = calloc(nt, 1);
+    b.owner = malloc(nt * sizeof *b.owner);
+    b.producer = malloc(nt * sizeof *b.producer);
+    b.conv_out = calloc(nt, 1);
+    int *own = malloc(nt * sizeof *own);
+    sn_edges E = {0};
+    sn_fwdinfo f = {0};
+    rc = -1;
+    if (!m->steps || !c.tensor_map || !b.layer_of || !b.is_weight || !b.upd_touch || !b.owner || !b.producer ||
+        !b.conv_out ||
+        !own || sn_win_init(&b.w, t, c.step_call, base, (int)P, 0) != 0)
+        goto out;
     for (size_t i = 0; i < t->ntensors; i++)
-        c.tensor_map[i] = -1;
-    int cap_tensors = 0;
-    /* position of each call: the next step at or after it */
-    size_t pos = 0;
-    int *call_pos = malloc((call_hi - call_lo) * sizeof *call_pos);
-    if (!call_pos) {
-        free(is_update);
-        free(c.step_call);
-        free(c.tensor_map);
-        return -1;
-    }
-    for (uint64_t k = call_lo; k < call_hi; k++) {
-        while (pos < P - 1 && m->steps[pos].call < k)
-            pos++;
-        call_pos[k - call_lo] = (int)pos;
-        const sn_trace_call *e = &t->calls[k];
-        if (e->flags & SN_TC_FAILED)
-            continue;
-        const sn_trace_access *a = &t->acc[e->acc_begin];
-        for (int j = 0; j < e->nacc; j++) {
-            uint32_t id = a[j].tensor;
-            if (c.tensor_map[id] >= 0)
+        b.owner[i] = -1;
+    for (size_t s = 0; s < P; s++)
+        b.layer_of[s] = -1;
+    if (sn_build_steps(&b, &wh) != 0 || sn_build_tensors(&b) != 0)
+        goto out;
+    sn_find_weights(&b);
+
+    /* forward layers of the first training pass, the others mapped on them */
+    b.ref = 0;
+    while (b.ref < m->npasses - 1 && !m->passes[b.ref].training)
+        b.ref++;
+    const sn_model_pass *ref = &m->passes[b.ref];
+    if (sn_fwdinfo_init(&b, &f, ref->first, ref->turn) != 0 || sn_forward_layers(&b, &f) != 0)
+        goto out;
+    for (int k = 0; k < m->npasses; k++)
+        if (k != b.ref)
+            sn_map_pass(&b, ref, &m->passes[k]);
+    sn_forward_edges(&b, &f, &E);
+    for (int k = 0; k < m->npasses; k++)
+        if (k != b.ref)
+            sn_other_values(&b, &m->passes[k], f.value);
+
+    /* the backward passes and the update, by ownership */
+    sn_pass_owners(&b, ref, own);
+    sn_param_groups(&b, own);
+    for (int k = 0; k < m->npasses; k++) {
+        const sn_model_pass *p = &m->passes[k];
+        sn_pass_owners(&b, p, own);
+        int prev = b.layer_of[p->turn];
+        for (int s = p->turn + 1; s < p->bwd_end; s++)
+            if (!sn_filler(&b.w, s))
+                b.layer_of[s] = prev = sn_backward_layer(&b, s, own, &E, prev);
+        /* a fill belongs to the layer of the next step using its buffer */
+        for (int s = p->bwd_end - 1; s > p->turn; s--) {
+            if (!sn_filler(&b.w, s))
                 continue;
-            if (m->ntensors == cap_tensors) {
-                cap_tensors = cap_tensors ? cap_tensors * 2 : 256;
-                sn_model_tensor *nt = realloc(m->tensors, (size_t)cap_tensors * sizeof *nt);
-                if (!nt)
-                    continue;
-                m->tensors = nt;
+            const sn_trace_call *e = sn_wstep(&b.w, s);
+            const sn_trace_access *a = sn_acc(t, e);
+            int to = -1;
+            for (int r = s + 1; r < p->bwd_end && to < 0; r++) {
+                const sn_trace_call *er = sn_wstep(&b.w, r);
+                const sn_trace_access *ar = sn_acc(t, er);
+                for (int j = 0; j < e->nacc && to < 0; j++)
+                    for (int q = 0; q < er->nacc; q++)
+                        if (ar[q].tensor == a[j].tensor && !(a[j].mode & SN_ACC_SCRATCH)) {
+                            to = b.layer_of[r];
+                            break;
+                        }
             }
-            sn_model_tensor *mt = &m->tensors[m->ntensors];
-            memset(mt, 0, sizeof *mt);
-            mt->id = id;
-            mt->bytes = t->tensors[id].bytes;
-            mt->first = mt->last = -1;
-            mt->producer = -1;
-            mt->site = t->tensors[id].site;
-            mt->owner = t->tensors[id].owner;
-            mt->alloc_in_iter = t->tensors[id].alloc_call >= call_lo && t->tensors[id].alloc_call < call_hi;
-            c.tensor_map[id] = m->ntensors++;
+            for (int r = s - 1; r > p->turn && to < 0; r--)
+                to = b.layer_of[r];
+            b.layer_of[s] = to >= 0 ? to : b.layer_of[p->turn];
         }
-    }
-
-    /* ---- forward layers ---- */
-    int cap_layers = 0;
-    int cur = -1;             /* current forward layer */
-    int64_t cur_key = -1;
-    int pending_first = -1;   /* helper steps waiting for the next layer */
-    /* the data layer: copies at the start of the iteration */
-    int first_layer_step = (int)P;
-    for (size_t s = 0; s < P && m->steps[s].phase == SN_PHASE_FORWARD; s++)
-        if (sn_fwd_class(t->calls[m->steps[s].call].op) != CLS_NONE) {
-            first_layer_step = (int)s;
-            break;
-        }
-    int data_layer = -1;
-    for (uint64_t k = call_lo; k < call_hi; k++) {
-        const sn_trace_call *e = &t->calls[k];
-        if (call_pos[k - call_lo] > first_layer_step || (e->flags & SN_TC_FAILED))
-            continue;
-        if (k >= m->steps[first_layer_step < (int)P ? first_layer_step : (int)P - 1].call)
-            break;
-        if (e->op != SN_OP_MEMCPY_H2D && e->op != SN_OP_MEMCPY_D2D)
-            continue;
-        if (data_layer < 0) {
-            data_layer = sn_add_layer(m, CLS_DATA, call_pos[k - call_lo], k, &cap_layers);
-            if (data_layer < 0)
-                break;
-        }
-        if (e->flags & SN_TC_STEP) {
-            int s = call_pos[k - call_lo];
-            m->steps[s].layer = data_layer;
-            m->layers[data_layer].last = s;
-            m->layers[data_layer].nfwd++;
-        }
-    }
-    for (size_t s = 0; s < P; s++) {
-        sn_model_step *st = &m->steps[s];
-        if (st->phase != SN_PHASE_FORWARD || st->layer >= 0)
-            continue;
-        const sn_trace_call *e = &t->calls[st->call];
-        int cls = sn_fwd_class(e->op);
-        int64_t out = sn_main_output(&c, e);
-        if (cls == CLS_NONE) {
-            if (cur >= 0 && cur_key >= 0 && sn_writes(&c, e, (uint32_t)cur_key)) {
-                st->layer = cur;
-                m->layers[cur].last = (int)s;
-                m->layers[cur].nfwd++;
-            } else if (pending_first < 0) {
-                pending_first = (int)s;
-            }
-            continue;
-        }
-        if (cur < 0 || m->layers[cur].cls != cls || out < 0 || out != cur_key) {
-            cur = sn_add_layer(m, cls, (int)s, st->call, &cap_layers);
-            if (cur < 0)
-                break;
-            cur_key = out;
-            if (out >= 0 && c.tensor_map[out] >= 0)
-                m->layers[cur].out_tensor = c.tensor_map[out];
-            if (pending_first >= 0) {
-                for (int p = pending_first; p < (int)s; p++)
-                    if (m->steps[p].phase == SN_PHASE_FORWARD && m->steps[p].layer < 0) {
-                        m->steps[p].layer = cur;
-                        m->layers[cur].nfwd++;
-                    }
-                m->layers[cur].first = pending_first;
-                pending_first = -1;
-            }
-        }
-        st->layer = cur;
-        m->layers[cur].last = (int)s;
-        m->layers[cur].nfwd++;
-    }
-    m->fwd_layers = m->nlayers;
-
-    /* ---- backward groups, matched to forward layers in reverse ---- */
-    int next_match = m->fwd_layers - 1;
-    int group_layer = -1, group_cls = CLS_NONE;
-    uint64_t group_first_call = 0;
-    int pending_b = -1;
-    for (size_t s = 0; s < P; s++) {
-        sn_model_step *st = &m->steps[s];
-        if (st->phase != SN_PHASE_BACKWARD)
-            continue;
-        const sn_trace_call *e = &t->calls[st->call];
-        int cls = sn_bwd_class(e->op);
-        if (cls == CLS_NONE || (cls == CLS_WILD && group_layer >= 0 && group_cls != CLS_WILD)) {
-            if (group_layer >= 0) {
-                st->layer = group_layer;
-                m->layers[group_layer].bwd_last = (int)s;
-                m->layers[group_layer].nbwd++;
-            } else if (pending_b < 0) {
-                pending_b = (int)s;
-            }
-            continue;
-        }
-        int same = 0;
-        if (group_layer >= 0 && cls == group_cls && cls != CLS_WILD) {
-            /* same layer if it reads something the group's first step read */
-            const sn_trace_call *f = &t->calls[group_first_call];
-            const sn_trace_access *fa = sn_acc(&c, f), *a = sn_acc(&c, e);
-            for (int i = 0; i < f->nacc && !same; i++)
-                for (int j = 0; j < e->nacc && !same; j++)
-                    same = (fa[i].mode & SN_ACC_R) && (a[j].mode & SN_ACC_R) &&
-                           fa[i].tensor == a[j].tensor;
-        } else if (group_layer >= 0 && cls == CLS_WILD && group_cls == CLS_WILD) {
-            same = 1;
-        }
-        if (!same) {
-            int match = -1;
-            for (int l = next_match; l >= 0; l--) {
-                if (m->layers[l].cls == CLS_DATA)
-                    continue;
-                if (sn_class_compatible(m->layers[l].cls, cls)) {
-                    match = l;
-                    break;
-                }
-            }
-            if (match < 0) {
+        for (int s = p->turn + 1; s < p->bwd_end; s++) {
+            if (b.layer_of[s] < 0)
                 m->unmatched_bwd++;
-                group_layer = -1;
-                continue;
-            }
-            next_match = match - 1;
-            group_layer = match;
-            group_cls = cls;
-            group_first_call = st->call;
-            m->bwd_layers++;
-            m->layers[match].bwd_first = pending_b >= 0 ? pending_b : (int)s;
-            if (pending_b >= 0) {
-                for (int p = pending_b; p < (int)s; p++)
-                    if (m->steps[p].phase == SN_PHASE_BACKWARD && m->steps[p].layer < 0) {
-                        m->steps[p].layer = match;
-                        m->layers[match].nbwd++;
-                    }
-                pending_b = -1;
+            if (k == b.ref && b.layer_of[s] >= 0) {
+                sn_model_layer *L = &m->layers[b.layer_of[s]];
+                if (L->bwd_first < 0)
+                    L->bwd_first = s;
+                L->bwd_last = s;
+                L->nbwd++;
             }
         }
-        st->layer = group_layer;
-        m->layers[group_layer].bwd_last = (int)s;
-        m->layers[group_layer].nbwd++;
     }
-
-    /* ---- layer types and working-set groups ---- */
+    for (int l = 0; l < m->nlayers; l++)
+        m->bwd_layers += m->layers[l].nbwd > 0;
+    sn_pass_owners(&b, ref, own);
+    /* backward reads of forward values are inputs too (the labels a loss
+     * layer's gradient reads) */
+    for (int s = ref->turn + 1; s < ref->bwd_end; s++) {
+        int l = b.layer_of[s];
+        const sn_trace_call *e = sn_wstep(&b.w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            int pr = b.producer[a[j].tensor];
+            if (f.value[a[j].tensor] && sn_uses(e, a[j].mode) && pr < l)
+                sn_edge_add(&E, pr, l, a[j].tensor);
+        }
+    }
+    for (size_t s = 0; s < P; s++) {
+        m->steps[s].layer = m->steps[s].phase == SN_PHASE_UPDATE ? -1 : b.layer_of[s];
+        if (m->steps[s].layer >= 0)
+            m->steps[s].group = 2 * m->steps[s].layer + (m->steps[s].phase == SN_PHASE_BACKWARD);
+        else
+            m->steps[s].group = 2 * m->nlayers + (int)s;
+    }
     for (int l = 0; l < m->nlayers; l++) {
         sn_model_layer *L = &m->layers[l];
-        int wild_only = L->bwd_first >= 0;
-        for (int s = L->bwd_first; s >= 0 && s <= L->bwd_last; s++)
-            if (m->steps[s].layer == l && sn_bwd_class(t->calls[m->steps[s].call].op) != CLS_WILD &&
-                sn_bwd_class(t->calls[m->steps[s].call].op) != CLS_NONE)
-                wild_only = 0;
-        sn_layer_type(L, &t->calls[L->main_call], wild_only);
-    }
-    for (size_t s = 0; s < P; s++) {
-        sn_model_step *st = &m->steps[s];
-        if (st->layer >= 0)
-            st->group = 2 * st->layer + (st->phase == SN_PHASE_BACKWARD);
-        else
-            st->group = 2 * m->nlayers + (int)s;
+        int64_t out = sn_main_output(t, &t->calls[L->main_call]);
+        if (L->cls != CLS_DATA && out >= 0)
+            L->out_tensor = c.tensor_map[out];
     }
 
-    /* ---- tensors: accesses, roles, producers and consumers ---- */
-    int *nacc = calloc(sn_count(m->ntensors), sizeof *nacc);
-    int *producer_now = malloc(sn_count(m->ntensors) * sizeof *producer_now);
-    unsigned char *flags = calloc(sn_count(m->ntensors), 1);
-    enum { F_READ_FWD = 1, F_WRITE_UPD = 2, F_READ_UPD = 4, F_FIRSTW_FWD = 8, F_FIRSTW_BWD = 16,
-           F_NONSCRATCH = 32, F_WRITTEN = 64, F_CONV_OUT = 128 };
-    sn_edge *edges = NULL;
-    int nedges = 0, cap_edges = 0;
-    if (!nacc || !producer_now || !flags) {
-        free(nacc);
-        free(producer_now);
-        free(flags);
-        free(call_pos);
-        free(is_update);
-        free(c.step_call);
-        free(c.tensor_map);
-        return -1;
+    /* edges -> inputs, forks, joins */
+    m->edge_layer = malloc(sn_count(E.n) * sizeof *m->edge_layer);
+    if (!m->edge_layer)
+        goto out;
+    int k = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        m->layers[l].in_begin = k;
+        for (int x = 0; x < E.n; x++) {
+            if (E.v[x].consumer != l)
+                continue;
+            int dup = 0;
+            for (int y = m->layers[l].in_begin; y < k && !dup; y++)
+                dup = m->edge_layer[y] == E.v[x].producer;
+            if (!dup)
+                m->edge_layer[k++] = E.v[x].producer;
+        }
+        m->layers[l].nin = k - m->layers[l].in_begin;
+        if (m->layers[l].nin > 1) {
+            m->layers[l].join = 1;
+            m->joins++;
+        }
     }
-    for (int i = 0; i < m->ntensors; i++)
-        producer_now[i] = -1;
-    for (uint64_t k = call_lo; k < call_hi; k++) {
-        const sn_trace_call *e = &t->calls[k];
-        if (e->flags & SN_TC_FAILED)
+    m->nedges = k;
+    /* per produced tensor: the distinct layers reading it; a layer is a
+     * fork when one of its tensors has more than one */
+    for (int x = 0; x < E.n; x++) {
+        int seen_before = 0;
+        for (int y = 0; y < x && !seen_before; y++)
+            seen_before = E.v[y].producer == E.v[x].producer && E.v[y].tensor == E.v[x].tensor;
+        if (seen_before)
             continue;
-        int s = call_pos[k - call_lo];
-        const sn_model_step *st = &m->steps[s];
-        int is_step_here = (e->flags & SN_TC_STEP) && st->call == k;
-        int phase = st->phase;
-        int layer = is_step_here ? st->layer : (data_layer >= 0 && s <= first_layer_step ? data_layer : -1);
-        if (!is_step_here && phase != SN_PHASE_FORWARD)
-            layer = -1;
-        const sn_trace_access *a = &t->acc[e->acc_begin];
+        int consumers = 0;
+        for (int y = x; y < E.n; y++)
+            if (E.v[y].producer == E.v[x].producer && E.v[y].tensor == E.v[x].tensor)
+                consumers++;
+        sn_model_layer *Pl = &m->layers[E.v[x].producer];
+        Pl->nout++;
+        int mi = c.tensor_map[E.v[x].tensor];
+        if (mi >= 0)
+            m->tensors[mi].consumers += consumers;
+        if (consumers > 1 && !Pl->fork) {
+            Pl->fork = 1;
+            m->forks++;
+        }
+    }
+    for (int l = 0; l < m->nlayers; l++)
+        for (int x = 0; x < E.n; x++) {
+            if (E.v[x].producer != l)
+                continue;
+            int dup = 0;
+            for (int y = 0; y < x && !dup; y++)
+                dup = E.v[y].producer == l && E.v[y].consumer == E.v[x].consumer;
+            m->layers[l].consumers += !dup;
+        }
+    for (int l = 0; l < m->nlayers; l++)
+        snprintf(m->layers[l].type, sizeof m->layers[l].type, "%s", sn_layer_name(&b, &m->layers[l], l));
+
+    /* ---- tensors: accesses, roles ---- */
+    int ncalls = (int)(b.w.call_hi - b.w.call_lo);
+    int *nacc = calloc(sn_count(m->ntensors), sizeof *nacc);
+    unsigned char *fl = calloc(sn_count(m->ntensors), 1);
+    enum { F_FWD = 1, F_BWD_FIRST = 2, F_UPD = 4, F_BWD = 8, F_NONSCRATCH = 16, F_CONV_OUT = 32, F_VALUE = 64 };
+    if (!nacc || !fl) {
+        free(nacc);
+        free(fl);
+        goto out;
+    }
+    for (int i = 0; i < m->ntensors; i++) {
+        uint32_t id = m->tensors[i].id;
+        m->tensors[i].owner = own[id] >= 0 ? own[id] : b.owner[id];
+        m->tensors[i].producer = b.producer[id];
+        if (f.value[id])
+            fl[i] |= F_VALUE;
+        if (b.conv_out[id])
+            fl[i] |= F_CONV_OUT;
+    }
+    for (uint64_t kc = b.w.call_lo; kc < b.w.call_hi; kc++) {
+        const sn_trace_call *e = &t->calls[kc];
+        if (!sn_ok(e))
+            continue;
+        int s = b.w.pos[kc - b.w.call_lo];
+        int phase = m->steps[s].phase;
+        const sn_trace_access *a = sn_acc(t, e);
         for (int j = 0; j < e->nacc; j++) {
             int mi = c.tensor_map[a[j].tensor];
             if (mi < 0)
                 continue;
             sn_model_tensor *mt = &m->tensors[mi];
-            uint8_t mode = a[j].mode;
             nacc[mi]++;
             if (mt->first < 0)
                 mt->first = s;
             mt->last = s;
-            if (!(mode & SN_ACC_SCRATCH))
-                flags[mi] |= F_NONSCRATCH;
-            if ((mode & SN_ACC_R) && phase == SN_PHASE_FORWARD)
-                flags[mi] |= F_READ_FWD;
-            if ((mode & SN_ACC_R) && phase == SN_PHASE_UPDATE)
-                flags[mi] |= F_READ_UPD;
-            if ((mode & SN_ACC_W) && phase == SN_PHASE_UPDATE)
-                flags[mi] |= F_WRITE_UPD;
-            int filler = sn_is_filler(e->op);
-            if ((mode & SN_ACC_W) && !filler && !(mode & SN_ACC_SCRATCH) && !(flags[mi] & F_WRITTEN)) {
-                flags[mi] |= F_WRITTEN;
-                if (phase == SN_PHASE_FORWARD)
-                    flags[mi] |= F_FIRSTW_FWD;
-                else if (phase == SN_PHASE_BACKWARD)
-                    flags[mi] |= F_FIRSTW_BWD;
-            }
-            /* consumers: reads of a tensor another layer's forward pass wrote */
-            if ((mode & SN_ACC_R) && layer >= 0 && producer_now[mi] >= 0 && producer_now[mi] != layer) {
-                int dup = 0;
-                for (int x = 0; x < nedges && !dup; x++)
-                    dup = edges[x].consumer == layer && edges[x].tensor == (uint32_t)mi &&
-                          edges[x].producer == producer_now[mi];
-                if (!dup) {
-                    if (nedges == cap_edges) {
-                        cap_edges = cap_edges ? cap_edges * 2 : 256;
-                        sn_edge *ne = realloc(edges, (size_t)cap_edges * sizeof *ne);
-                        if (!ne)
-                            continue;
-                        edges = ne;
-                    }
-                    edges[nedges++] = (sn_edge){producer_now[mi], layer, (uint32_t)mi};
-                }
-            }
-        }
-        /* writes after reads: an in-place step reads the old version */
-        for (int j = 0; j < e->nacc; j++) {
-            int mi = c.tensor_map[a[j].tensor];
-            if (mi < 0 || !(a[j].mode & SN_ACC_W) || (a[j].mode & SN_ACC_SCRATCH))
+            if (!(a[j].mode & SN_ACC_SCRATCH))
+                fl[mi] |= F_NONSCRATCH;
+            else
                 continue;
-            if (phase == SN_PHASE_FORWARD && layer >= 0 && !sn_is_filler(e->op)) {
-                producer_now[mi] = layer;
-                if (m->tensors[mi].producer < 0) {
-                    m->tensors[mi].producer = layer;
-                    if (m->layers[layer].cls == CLS_CONV)
-                        flags[mi] |= F_CONV_OUT;
-                }
-            }
+            /* a fill says nothing of what a buffer holds: a gradient
+             * cleared in the forward pass is still a gradient */
+            int fill = (e->flags & SN_TC_STEP) && m->steps[s].call == kc && sn_filler(&b.w, s);
+            if (phase == SN_PHASE_FORWARD) {
+                if (!fill)
+                    fl[mi] |= F_FWD;
+            } else if (phase == SN_PHASE_BACKWARD) {
+                if (!(fl[mi] & (F_FWD | F_BWD | F_UPD)))
+                    fl[mi] |= F_BWD_FIRST;
+                fl[mi] |= F_BWD;
+            } else
+                fl[mi] |= F_UPD;
         }
     }
-    /* edges -> inputs, forks, joins */
-    m->edge_layer = malloc(sn_count(nedges) * sizeof *m->edge_layer);
-    int *order = malloc(sn_count(nedges) * sizeof *order);
-    if (m->edge_layer && order) {
-        int k = 0;
-        for (int l = 0; l < m->nlayers; l++) {
-            m->layers[l].in_begin = k;
-            for (int x = 0; x < nedges; x++)
-                if (edges[x].consumer == l)
-                    m->edge_layer[k++] = edges[x].producer;
-            m->layers[l].nin = k - m->layers[l].in_begin;
-            if (m->layers[l].nin > 1) {
-                m->layers[l].join = 1;
-                m->joins++;
-            }
-        }
-        m->nedges = k;
-        /* per produced tensor version: distinct consumer layers */
-        for (int x = 0; x < nedges; x++) {
-            int seen_before = 0;
-            for (int y = 0; y < x && !seen_before; y++)
-                seen_before = edges[y].producer == edges[x].producer && edges[y].tensor == edges[x].tensor;
-            if (seen_before)
-                continue;
-            int consumers = 0;
-            for (int y = x; y < nedges; y++)
-                if (edges[y].producer == edges[x].producer && edges[y].tensor == edges[x].tensor)
-                    consumers++;
-            sn_model_layer *P_ = &m->layers[edges[x].producer];
-            P_->nout++;
-            P_->consumers += consumers;
-            m->tensors[edges[x].tensor].consumers += consumers;
-            if (consumers > 1) {
-                P_->fork++;
-                m->forks++;
-            }
-        }
-    }
-    free(order);
-    free(edges);
-    free(producer_now);
-
-    /* roles */
     for (int i = 0; i < m->ntensors; i++) {
         sn_model_tensor *mt = &m->tensors[i];
         int role;
-        if (mt->owner == 3 || mt->owner == 4 || !(flags[i] & F_NONSCRATCH))
+        if (mt->lib_owner == 3 || mt->lib_owner == 4 || !(fl[i] & F_NONSCRATCH))
             role = SN_ROLE_WORKSPACE;
-        else if ((flags[i] & F_READ_UPD) && (flags[i] & F_FIRSTW_BWD))
+        else if (b.is_weight[mt->id])
+            role = SN_ROLE_WEIGHT;
+        else if ((fl[i] & F_UPD) && (fl[i] & F_BWD))
             role = SN_ROLE_WEIGHT_GRAD;
-        else if (flags[i] & F_WRITE_UPD)
-            role = (flags[i] & F_READ_FWD) ? SN_ROLE_WEIGHT : SN_ROLE_OTHER;
-        else if (flags[i] & F_FIRSTW_FWD)
+        else if (fl[i] & F_UPD)
+            role = SN_ROLE_OTHER;
+        else if ((fl[i] & F_VALUE) && (fl[i] & F_FWD))
             role = SN_ROLE_FEATURE;
-        else if (flags[i] & F_FIRSTW_BWD)
+        else if (fl[i] & F_BWD_FIRST)
             role = SN_ROLE_GRADIENT;
         else
             role = SN_ROLE_OTHER;
         mt->role = role;
+        /* only what a forward step computes has a producing layer */
+        if (role != SN_ROLE_FEATURE)
+            mt->producer = -1;
         m->role_count[role]++;
         m->role_bytes[role] += mt->bytes;
-        if (mt->owner == 3 || mt->owner == 4)
+        if (mt->lib_owner == 3 || mt->lib_owner == 4)
             m->library_bytes += mt->bytes;
     }
-    /* identity of tensors allocated inside the iteration: site and ordinal */
-    for (int i = 0; i < m->ntensors; i++) {
-        sn_model_tensor *mt = &m->tensors[i];
-        if (!mt->alloc_in_iter)
-            continue;
-        for (int j = 0; j < i; j++)
-            if (m->tensors[j].alloc_in_iter && m->tensors[j].site == mt->site)
-                mt->ordinal++;
-    }
+    sn_identity(&b, &wh);
 
-    /* ---- what-if memory ---- */
-    sn_wi_tensor *wt = calloc(sn_count(m->ntensors), sizeof *wt);
-    sn_wi_access *wa = NULL;
-    size_t total = 0;
-    for (int i = 0; i < m->ntensors; i++)
-        total += (size_t)nacc[i];
-    wa = malloc((total ? total : 1) * sizeof *wa);
-    int *groups = malloc(P * sizeof *groups);
-    uint64_t *ml = malloc(P * sizeof *ml), *mc = malloc(P * sizeof *mc), *ma = malloc(P * sizeof *ma);
-    if (wt && wa && groups && ml && mc && ma) {
-        int off = 0;
-        for (int i = 0; i < m->ntensors; i++) {
-            wt[i].bytes = m->tensors[i].bytes;
-            wt[i].access = wa + off;
-            wt[i].naccess = 0;
-            off += nacc[i];
-            if (m->tensors[i].role == SN_ROLE_FEATURE)
-                wt[i].offload = (flags[i] & F_CONV_OUT) ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
-        }
-        for (uint64_t k = call_lo; k < call_hi; k++) {
-            const sn_trace_call *e = &t->calls[k];
-            if (e->flags & SN_TC_FAILED)
-                continue;
-            const sn_trace_access *a = &t->acc[e->acc_begin];
-            for (int j = 0; j < e->nacc; j++) {
-                int mi = c.tensor_map[a[j].tensor];
-                if (mi < 0)
+    /* ---- what-if memory, over the iteration's calls ---- */
+    {
+        sn_wi_tensor *wt = calloc(sn_count(m->ntensors), sizeof *wt);
+        size_t total = 0;
+        for (int i = 0; i < m->ntensors; i++)
+            total += (size_t)nacc[i];
+        sn_wi_access *wa = malloc(sn_count((long)total) * sizeof *wa);
+        int *groups = malloc(sn_count(ncalls) * sizeof *groups);
+        uint64_t *ml = malloc(sn_count(ncalls) * sizeof *ml), *mc = malloc(sn_count(ncalls) * sizeof *mc),
+                 *ma = malloc(sn_count(ncalls) * sizeof *ma);
+        int *first_call = malloc(P * sizeof *first_call);
+        if (wt && wa && groups && ml && mc && ma && first_call) {
+            int off = 0;
+            for (int i = 0; i < m->ntensors; i++) {
+                sn_model_tensor *mt = &m->tensors[i];
+                wt[i].bytes = sn_trace_counts_memory(t->tensors[mt->id].kind) ? mt->bytes : 0;
+                wt[i].access = wa + off;
+                off += nacc[i];
+                if (mt->role == SN_ROLE_FEATURE)
+                    wt[i].offload = (fl[i] & F_CONV_OUT) ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
+            }
+            /* positions: calls; the step positions translate */
+            for (size_t s = 0; s < P; s++)
+                first_call[s] = -1;
+            for (int kc = 0; kc < ncalls; kc++) {
+                int s = b.w.pos[kc];
+                if (first_call[s] < 0)
+                    first_call[s] = kc;
+                uint64_t call = b.w.call_lo + (uint64_t)kc;
+                groups[kc] = call == m->steps[s].call ? m->steps[s].group : -1;
+                const sn_trace_call *e = &t->calls[call];
+                if (!sn_ok(e))
                     continue;
-                sn_wi_access *x = (sn_wi_access *)&wt[mi].access[wt[mi].naccess++];
-                x->step = call_pos[k - call_lo];
-                x->mode = a[j].mode;
+                const sn_trace_access *a = sn_acc(t, e);
+                for (int j = 0; j < e->nacc; j++) {
+                    int mi = c.tensor_map[a[j].tensor];
+                    if (mi < 0)
+                        continue;
+                    sn_wi_access *x = (sn_wi_access *)&wt[mi].access[wt[mi].naccess++];
+                    x->step = kc;
+                    x->mode = a[j].mode;
+                }
+            }
+            for (int i = 0; i < m->ntensors; i++) {
+                const sn_trace_tensor *x = &t->tensors[m->tensors[i].id];
+                wt[i].bounded = m->tensors[i].alloc_in_iter || (x->freed && x->free_call < b.w.call_hi);
+                wt[i].alloc_step = m->tensors[i].alloc_in_iter ? (int)(x->alloc_call - b.w.call_lo) : 0;
+                wt[i].free_step = x->freed && x->free_call < b.w.call_hi
+                                      ? (int)(x->free_call - 1 - b.w.call_lo)
+                                      : ncalls - 1;
+            }
+            /* memory the libraries hold for themselves throughout (cuDNN and
+             * cuBLAS handles' workspaces): no strategy moves it */
+            uint64_t fixed = 0;
+            for (size_t i = 0; i < t->recorded_tensors; i++) {
+                const sn_trace_tensor *x = &t->tensors[i];
+                if ((x->owner == 3 || x->owner == 4) && sn_trace_counts_memory(x->kind) &&
+                    x->alloc_call <= b.w.call_lo && (!x->freed || x->free_call >= b.w.call_hi) &&
+                    c.tensor_map[i] < 0)
+                    fixed += x->bytes;
+            }
+            m->library_bytes += fixed;
+            int bstart = m->backward_start < (int)P ? first_call[m->backward_start] : ncalls;
+            sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed};
+            sn_wi_result r;
+            if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
+                m->peak_live = r.peak_liveness;
+                m->peak_conv = r.peak_conv;
+                m->peak_all = r.peak_all;
+                m->peak_superneurons = r.peak_superneurons;
+                m->lower_bound = r.lower_bound;
+                m->carried_bytes = r.carried_bytes;
+                m->max_working_set = r.max_working_set;
+                m->max_working_set_step = r.max_working_set_step >= 0 ? b.w.pos[r.max_working_set_step] : -1;
+                m->superneurons_step = r.superneurons_step >= 0 ? b.w.pos[r.superneurons_step] : -1;
+                for (int kc = 0; kc < ncalls; kc++) {
+                    sn_model_step *st = &m->steps[b.w.pos[kc]];
+                    uint64_t asis = t->calls[b.w.call_lo + (uint64_t)kc].live_bytes;
+                    if (kc == first_call[b.w.pos[kc]] || asis > st->mem_asis)
+                        st->mem_asis = asis;
+                    if (kc == first_call[b.w.pos[kc]] || ml[kc] > st->mem_live)
+                        st->mem_live = ml[kc];
+                    if (kc == first_call[b.w.pos[kc]] || mc[kc] > st->mem_conv)
+                        st->mem_conv = mc[kc];
+                    if (kc == first_call[b.w.pos[kc]] || ma[kc] > st->mem_all)
+                        st->mem_all = ma[kc];
+                }
+                /* the smallest budget: the bound and a 10% margin for
+                 * allocation granularity and libsn's own staging, rounded
+                 * up to a MiB, but never more than the run ever had */
+                uint64_t bud = m->lower_bound + m->lower_bound / 10;
+                bud = (bud + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+                if (bud > m->peak_asis)
+                    bud = m->peak_asis;
+                if (bud < m->lower_bound)
+                    bud = m->lower_bound;
+                m->budget = bud;
+            }
+            for (int i = 0; i < m->ntensors; i++) {
+                m->tensors[i].carried = sn_wi_carried(&wt[i]);
+                int lf, ll;
+                sn_wi_live_span(&wt[i], ncalls, &lf, &ll);
+                m->tensors[i].live_first = lf >= 0 ? b.w.pos[lf] : -1;
+                m->tensors[i].live_last = ll >= 0 ? b.w.pos[ll] : -1;
             }
         }
         for (size_t s = 0; s < P; s++)
-            groups[s] = m->steps[s].group;
-        /* memory the libraries hold for themselves throughout (cuDNN and
-         * cuBLAS handles' workspaces): no strategy moves it */
-        uint64_t fixed = 0;
-        for (size_t i = 0; i < t->recorded_tensors; i++) {
-            const sn_trace_tensor *x = &t->tensors[i];
-            if ((x->owner == 3 || x->owner == 4) && sn_trace_counts_memory(x->kind) &&
-                x->alloc_call < call_lo && (!x->freed || x->free_call >= call_hi) &&
-                c.tensor_map[i] < 0)
-                fixed += x->bytes;
-        }
-        m->library_bytes += fixed;
-        sn_wi_input in = {(int)P, m->backward_start, groups, m->ntensors, wt, fixed};
-        sn_wi_result r;
-        if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
-            m->peak_live = r.peak_liveness;
-            m->peak_conv = r.peak_conv;
-            m->peak_all = r.peak_all;
-            m->lower_bound = r.lower_bound;
-            m->carried_bytes = r.carried_bytes;
-            m->max_working_set = r.max_working_set;
-            if (r.max_working_set_group >= 0 && r.max_working_set_group < 2 * m->nlayers)
-                m->max_working_set_layer = r.max_working_set_group / 2;
-            for (size_t s = 0; s < P; s++) {
-                m->steps[s].mem_live = ml[s];
-                m->steps[s].mem_conv = mc[s];
-                m->steps[s].mem_all = ma[s];
-            }
-            /* a 10% margin for allocation granularity and libsn's own
-             * staging, rounded up to a MiB */
-            uint64_t b = m->lower_bound + m->lower_bound / 10;
-            m->budget = (b + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
-        }
-        for (int i = 0; i < m->ntensors; i++)
-            m->tensors[i].carried = sn_wi_carried(&wt[i]);
+            if (m->steps[s].mem_asis > m->peak_asis_iter)
+                m->peak_asis_iter = m->steps[s].mem_asis;
+        free(wt);
+        free(wa);
+        free(groups);
+        free(ml);
+        free(mc);
+        free(ma);
+        free(first_call);
     }
-    free(wt);
-    free(wa);
-    free(groups);
-    free(ml);
-    free(mc);
-    free(ma);
     free(nacc);
-    free(flags);
+    free(fl);
 
     /* ---- timings: mean over the periodic iterations ---- */
     for (size_t s = 0; s < P; s++) {
         double sum = 0;
         int count = 0;
-        for (size_t it = base % P + (per.start > base % P ? ((per.start - base % P + P - 1) / P) * P : 0);
-             it + P <= per.end; it += P) {
+        for (size_t it = wh.per.start + (base - wh.per.start) % P; it + P <= wh.per.end; it += P) {
             const sn_trace_call *e = &t->calls[c.step_call[it + s]];
             if (e->flags & SN_TC_TIMED) {
                 sum += e->dur_ms;
@@ -1036,8 +2230,8 @@ int sn_model_build(const sn_trace *t, sn_model *m)
         if (count) {
             m->timed = 1;
             m->iter_ms += m->steps[s].ms;
-            int l = m->steps[s].layer;
-            if (l >= 0) {
+            int l = b.layer_of[s];
+            if (l >= 0 && m->steps[s].pass == b.ref && m->steps[s].phase != SN_PHASE_UPDATE) {
                 if (m->steps[s].phase == SN_PHASE_BACKWARD)
                     m->layers[l].bwd_ms += m->steps[s].ms;
                 else
@@ -1045,9 +2239,67 @@ int sn_model_build(const sn_trace *t, sn_model *m)
             }
         }
     }
-    free(call_pos);
-    free(is_update);
+    m->check = sn_model_check(m);
+#ifdef SN_DEBUG
+    if (m->check != SN_CHECK_OK) {
+        sn_error("device %d: internal error: the model breaks an invariant: %s", m->dev,
+                 sn_model_check_name(m->check));
+        abort();
+    }
+#endif
+    rc = 0;
+out:
+    sn_fwdinfo_free(&f);
+    free(E.v);
+    free(own);
+    free(b.layer_of);
+    free(b.is_weight);
+    free(b.upd_touch);
+    free(b.owner);
+    free(b.producer);
+    free(b.conv_out);
+    sn_win_free(&b.w);
+    free(wh.passes);
     free(c.step_call);
     free(c.tensor_map);
-    return 0;
+    return rc;
+}
+
+int sn_model_check(const sn_model *m)
+{
+    if (!m->found)
+        return SN_CHECK_OK;
+    int counts[3] = {0, 0, 0};
+    for (size_t s = 0; s < m->period; s++) {
+        const sn_model_step *st = &m->steps[s];
+        if (st->phase < 0 || st->phase > 2)
+            return SN_CHECK_PHASES;
+        counts[st->phase]++;
+    }
+    if (counts[0] != m->fwd_steps || counts[1] != m->bwd_steps || counts[2] != m->upd_steps ||
+        counts[0] + counts[1] + counts[2] != (int)m->period)
+        return SN_CHECK_PHASES;
+    for (int i = 0; i < m->ntensors; i++) {
+        const sn_model_tensor *T = &m->tensors[i];
+        if (T->live_first < 0)
+            continue;
+        if ((T->alloc_in_iter && T->live_first < T->alloc_step) || T->live_last > T->free_step)
+            return SN_CHECK_LIFETIME;
+    }
+    if (m->peak_live > m->peak_asis_iter || m->peak_asis_iter > m->peak_asis)
+        return SN_CHECK_LIVENESS_ABOVE_ASIS;
+    for (size_t s = 0; s < m->period; s++)
+        if (m->steps[s].mem_live > m->steps[s].mem_asis)
+            return SN_CHECK_STEP_ABOVE_ASIS;
+    if (m->peak_conv > m->peak_live || m->peak_all > m->peak_live || m->peak_superneurons > m->peak_live)
+        return SN_CHECK_WHATIF_ABOVE_LIVENESS;
+    for (size_t s = 0; s < m->period; s++)
+        if (m->steps[s].mem_conv > m->steps[s].mem_live || m->steps[s].mem_all > m->steps[s].mem_live)
+            return SN_CHECK_WHATIF_ABOVE_LIVENESS;
+    if (m->lower_bound > m->peak_all || m->lower_bound > m->peak_conv || m->lower_bound > m->peak_live ||
+        m->lower_bound > m->peak_superneurons)
+        return SN_CHECK_BOUND_ABOVE_WHATIF;
+    if (m->budget < m->lower_bound || m->budget > m->peak_asis)
+        return SN_CHECK_BUDGET;
+    return SN_CHECK_OK;
 }

@@ -1,22 +1,35 @@
 /*
  * sn_model.h — what the tracer learns from a device's call log: the
- * training iteration (its period in steps and how many were seen), each
+ * training iteration (its period in steps and how many were seen), its
+ * passes (forward and backward passes, evaluation passes, updates), each
  * step's phase (forward, backward, update), the layers and the graph that
  * connects them (producer/consumer through tensors, forks and joins), every
  * tensor's kind and lifetime, per-step timings, and device memory per step
  * as-is and under the what-if strategies of sn_whatif.h.
  *
  * A pure function of the log (no CUDA), so it is tested on hand-made logs.
- * How layers are recognised (docs/libsn.md has the long version):
- *  - the iteration is cut so that it begins with the forward pass: after the
- *    steps that depend on backward results (the weight update);
- *  - forward steps are grouped into layers by their kind (a convolution, a
- *    GEMM, a pooling...) and the tensor they write; helper steps (bias add,
- *    memset) join the layer whose output they write, or the next one;
- *  - backward steps are grouped by kind and the gradient they read, and
- *    matched to forward layers in reverse order;
- *  - the copies into device memory that open the iteration form the data
- *    layer.
+ * Everything is derived from data flow, not from function names (the long
+ * version, with the limits, is in docs/libsn.md, "How the model is made"):
+ *  - a forward pass ends where its result reaches the host (a copy to the
+ *    host, or a cuBLAS reduction into host memory): the loss; when no result
+ *    reaches the host, at the first step whose result nothing reads;
+ *  - a forward pass begins at the first step from which on nothing depends
+ *    on values computed before it in the iteration (only on weights and
+ *    on the new batch); several passes may share one update (gradient
+ *    accumulation), and a pass with no backward pass is an evaluation pass;
+ *  - the backward pass of a forward pass runs from its loss to the last step
+ *    that touches a value the forward pass produced; the steps after it,
+ *    up to the next forward pass, are the update, and the tensors the
+ *    update writes that the forward pass reads are the weights;
+ *  - forward steps form layers around the calls that make one (a cuDNN
+ *    layer call, a GEMM that reads a weight) and between them wherever a
+ *    single value flows from one group of steps into the next and the next
+ *    one produces a new value; steps that only initialise a buffer join the
+ *    layer that uses it;
+ *  - backward and update steps belong to the layer whose tensors they touch
+ *    (a layer owns the tensors its forward steps first touch, and the
+ *    gradient and optimizer state the update pairs with its weights);
+ *  - the iteration is cut where its first training pass begins.
  */
 #ifndef SN_MODEL_H
 #define SN_MODEL_H
@@ -33,18 +46,27 @@ enum sn_phase { SN_PHASE_FORWARD, SN_PHASE_BACKWARD, SN_PHASE_UPDATE };
 typedef struct sn_model_step {
     uint64_t call;       /* index in the trace's call log */
     int phase;
-    int layer;           /* layer the step belongs to, -1 for update steps */
+    int pass;            /* the pass it belongs to (index in passes[]) */
+    int layer;           /* layer the step belongs to, -1 when none */
     int group;           /* working-set group: one per layer pass, per update step */
     double ms;           /* mean device time over the periodic iterations, -1 unknown */
-    uint64_t mem_asis;   /* device memory allocated when it ran */
+    uint64_t mem_asis;   /* device memory allocated when it (or a transfer just before it) ran */
     uint64_t mem_live, mem_conv, mem_all;
 } sn_model_step;
+
+/* One forward pass of the iteration with what follows it up to the next. */
+typedef struct sn_model_pass {
+    int first, turn;     /* its forward steps: [first, turn] */
+    int bwd_end;         /* backward steps: (turn, bwd_end) */
+    int end;             /* update steps: [bwd_end, end) */
+    int training;        /* it has a backward pass */
+} sn_model_pass;
 
 typedef struct sn_model_layer {
     char type[16];
     int cls;
     int first, last;           /* forward steps (iteration positions) */
-    int nfwd, nbwd;            /* steps in each pass */
+    int nfwd, nbwd;            /* steps in each pass of the first training pass */
     int bwd_first, bwd_last;   /* backward steps, -1 without a backward pass */
     uint64_t main_call;        /* the call that defines the layer */
     int in_begin, nin;         /* producing layers, in edge_layer[] */
@@ -61,13 +83,29 @@ typedef struct sn_model_tensor {
     int role;
     int carried;               /* its value crosses the iteration boundary */
     int first, last;           /* accessed in [first, last], iteration positions */
-    int alloc_in_iter;         /* allocated and freed within the iteration */
+    int live_first, live_last; /* live under liveness, -1 when never */
+    int alloc_in_iter;         /* allocated within the iteration */
+    int alloc_step, free_step; /* its allocation's lifetime (iteration positions;
+                                  -1 / period when outside the iteration) */
     int producer;              /* layer whose forward pass wrote it, -1 */
+    int owner;                 /* layer it belongs to (see above), -1 */
     int consumers;
     uint64_t site;
     int ordinal;               /* n-th allocation from its site in the iteration */
-    int owner;
+    int lib_owner;             /* who allocated it: enum sn_owner of the registry */
 } sn_model_tensor;
+
+/* The invariants sn_model_check verifies. */
+enum sn_model_violation {
+    SN_CHECK_OK = 0,
+    SN_CHECK_LIVENESS_ABOVE_ASIS,     /* liveness peak above the as-allocated peak */
+    SN_CHECK_WHATIF_ABOVE_LIVENESS,   /* an offload or SuperNeurons peak above liveness */
+    SN_CHECK_BOUND_ABOVE_WHATIF,      /* the lower bound above an achievable what-if */
+    SN_CHECK_BUDGET,                  /* the budget below the bound or above the run's peak */
+    SN_CHECK_PHASES,                  /* a step in no phase, or counts that do not add up */
+    SN_CHECK_LIFETIME,                /* a tensor live outside its allocation */
+    SN_CHECK_STEP_ABOVE_ASIS,         /* a step's liveness above its as-allocated memory */
+};
 
 typedef struct sn_model {
     int dev;
@@ -83,9 +121,12 @@ typedef struct sn_model {
     size_t iterations_recorded;   /* the complete ones in the log: 1..this */
     int first_differs;
     size_t first_index;        /* step index where the representative iteration starts */
+    size_t periodic_begin, periodic_end;   /* step indices of the periodic part of the log */
     sn_model_step *steps;      /* period entries */
     int fwd_steps, bwd_steps, upd_steps;
     int backward_start;        /* first backward position */
+    sn_model_pass *passes;
+    int npasses, train_passes, eval_passes, updates;
     sn_model_layer *layers;
     int nlayers, fwd_layers, bwd_layers, unmatched_bwd;
     int *edge_layer;           /* inputs of every layer, concatenated */
@@ -95,10 +136,13 @@ typedef struct sn_model {
     int ntensors;
     int role_count[SN_ROLE_COUNT];
     uint64_t role_bytes[SN_ROLE_COUNT];
+    /* identity across iterations of the tensors allocated in the iteration */
+    int ident_total, ident_matched;
     /* memory */
-    uint64_t peak_asis, peak_asis_iter, peak_live, peak_conv, peak_all, lower_bound, budget;
+    uint64_t peak_asis, peak_asis_iter, peak_live, peak_conv, peak_all, peak_superneurons;
+    uint64_t lower_bound, budget;
     uint64_t carried_bytes, max_working_set, library_bytes;
-    int max_working_set_layer;
+    int max_working_set_step, superneurons_step;
     /* time */
     int timed;
     double iter_ms;            /* device time of one iteration (sum of its steps) */
@@ -106,14 +150,24 @@ typedef struct sn_model {
     uint64_t unknown_ranges;
     int opaque_steps;
     uint64_t alloc_count[5], alloc_bytes[5];   /* by owner */
+    int check;                 /* enum sn_model_violation of sn_model_check */
 } sn_model;
 
 /* Builds the model of trace t; m must be freed with sn_model_free. Returns 0
  * (also when no iteration was found: m->found is then 0), -1 when out of
  * memory. An iteration is a period of steps that holds a forward and a
  * backward pass and repeats at least twice; anything less (a run that
- * ended or failed inside its first iterations) is not one. */
+ * ended or failed inside its first iterations) is not one. In the debug
+ * build (SN_DEBUG) a model that breaks an invariant stops the program. */
 int sn_model_build(const sn_trace *t, sn_model *m);
+
+/* The invariants every model keeps: liveness peak <= as-allocated peak
+ * (and per step); every what-if <= liveness; the lower bound <= every
+ * achievable what-if; lower bound <= budget <= the run's peak as allocated;
+ * every step in exactly one phase; no tensor live outside its allocation.
+ * Returns the first one violated (SN_CHECK_OK when all hold). */
+int sn_model_check(const sn_model *m);
+const char *sn_model_check_name(int violation);
 
 /* The profile is complete: finds the iteration in t's log as
  * sn_model_build does and switches t to following it (sn_trace_follow),
@@ -121,6 +175,12 @@ int sn_model_build(const sn_trace *t, sn_model *m);
  * log holds no complete iteration (t keeps recording). */
 int sn_model_follow(sn_trace *t);
 void sn_model_free(sn_model *m);
+
+/* The phase of the step with index k in the log's list of successful
+ * steps (the numbering the model uses), or -1 when it is outside the
+ * periodic part: every recorded iteration is labelled, not only the one
+ * the tables come from. */
+int sn_model_phase_of_step(const sn_model *m, size_t k);
 
 const char *sn_role_name(int role);
 const char *sn_phase_name(int phase);

@@ -51,6 +51,17 @@ static void layer_shapes(const sn_trace *t, const sn_model_layer *L, char *in, c
     shape_text(out, cap, t, e, -1);
 }
 
+/* A budget in the largest unit that states it exactly. */
+static void budget_text(char *buf, size_t cap, uint64_t b)
+{
+    if (b % (1u << 20) == 0)
+        snprintf(buf, cap, "%lluM", (unsigned long long)(b >> 20));
+    else if (b % 1024 == 0)
+        snprintf(buf, cap, "%lluK", (unsigned long long)(b >> 10));
+    else
+        snprintf(buf, cap, "%llu", (unsigned long long)b);
+}
+
 static const char *iter_note(const sn_model *m)
 {
     return m->first_differs ? " (the first differs)" : "";
@@ -112,6 +123,8 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
         fprintf(f, "(the whole run was recorded)\n");
     fprintf(f, "phases       forward %d steps in %d layers; backward %d steps in %d layers; update %d steps\n",
             m->fwd_steps, m->fwd_layers, m->bwd_steps, m->bwd_layers, m->upd_steps);
+    fprintf(f, "passes       %d training (forward and backward), %d evaluation (forward only), %d %s\n",
+            m->train_passes, m->eval_passes, m->updates, m->updates == 1 ? "update" : "updates");
     char counts[2048];
     layer_counts(m, counts, sizeof counts);
     fprintf(f, "layers       %d: %s\n", m->nlayers, counts);
@@ -218,15 +231,22 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
     fprintf(f, "  with liveness                  %10.3f MiB\n", mib(m->peak_live));
     fprintf(f, "  conv outputs offloaded         %10.3f MiB\n", mib(m->peak_conv));
     fprintf(f, "  all feature maps offloaded     %10.3f MiB\n", mib(m->peak_all));
-    fprintf(f, "  lower bound (SuperNeurons)     %10.3f MiB = carried %.3f MiB + largest layer working set "
-               "%.3f MiB + libraries %.3f MiB",
-            mib(m->lower_bound), mib(m->carried_bytes), mib(m->max_working_set),
-            mib(m->lower_bound - m->carried_bytes - m->max_working_set));
-    if (m->max_working_set_layer >= 0)
-        fprintf(f, " (layer %d, %s)", m->max_working_set_layer, m->layers[m->max_working_set_layer].type);
+    fprintf(f, "  SuperNeurons (layer sets)      %10.3f MiB\n", mib(m->peak_superneurons));
+    fprintf(f, "  lower bound                    %10.3f MiB = largest step working set %.3f MiB + libraries "
+               "%.3f MiB",
+            mib(m->lower_bound), mib(m->max_working_set), mib(m->lower_bound - m->max_working_set));
+    if (m->max_working_set_step >= 0) {
+        const sn_model_step *st = &m->steps[m->max_working_set_step];
+        fprintf(f, " (step %d, %s", m->max_working_set_step, sn_op_name(t->calls[st->call].op));
+        if (st->layer >= 0)
+            fprintf(f, ", layer %d %s", st->layer, m->layers[st->layer].type);
+        fprintf(f, ")");
+    }
     fprintf(f, "\n");
-    fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%lluM\n",
-            (unsigned long long)(m->budget >> 20));
+    char budget[32];
+    budget_text(budget, sizeof budget, m->budget);
+    fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%s\n", budget);
+    fprintf(f, "checks       %s\n", sn_model_check_name(m->check));
 }
 
 void sn_report_text(FILE *f, const sn_trace *const *t, const sn_model *m, int n, const char *mode)
@@ -276,6 +296,16 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     fprintf(f, ",\"phases\":{\"forward_steps\":%d,\"backward_steps\":%d,\"update_steps\":%d,"
                "\"forward_layers\":%d,\"backward_layers\":%d}",
             m->fwd_steps, m->bwd_steps, m->upd_steps, m->fwd_layers, m->bwd_layers);
+    fprintf(f, ",\"passes\":{\"training\":%d,\"evaluation\":%d,\"updates\":%d,\"list\":[", m->train_passes,
+            m->eval_passes, m->updates);
+    for (int k = 0; k < m->npasses; k++) {
+        const sn_model_pass *p = &m->passes[k];
+        fprintf(f, "%s{\"forward\":[%d,%d],\"backward\":[%d,%d],\"update\":[%d,%d],\"training\":%s}", k ? "," : "",
+                p->first, p->turn, p->turn + 1, p->bwd_end - 1, p->bwd_end, p->end - 1, p->training ? "true" : "false");
+    }
+    fprintf(f, "]}");
+    fprintf(f, ",\"identity\":{\"allocated_in_iteration\":%d,\"matched_previous\":%d}", m->ident_total,
+            m->ident_matched);
     fprintf(f, ",\"graph\":{\"layers\":%d,\"forks\":%d,\"joins\":%d,\"edges\":%d}", m->nlayers, m->forks,
             m->joins, m->nedges);
     fprintf(f, ",\"layers\":[");
@@ -295,10 +325,16 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     for (int i = 0; i < m->ntensors; i++) {
         const sn_model_tensor *T = &m->tensors[i];
         fprintf(f, "%s{\"id\":%d,\"bytes\":%llu,\"kind\":\"%s\",\"carried\":%s,\"first\":%d,\"last\":%d,"
-                   "\"producer\":%d,\"consumers\":%d,\"owner\":\"%s\",\"allocated_in_iteration\":%s}",
+                   "\"producer\":%d,\"consumers\":%d,\"owner\":\"%s\",\"allocated_in_iteration\":%s",
                 i ? "," : "", i, (unsigned long long)T->bytes, sn_role_name(T->role),
                 T->carried ? "true" : "false", T->first, T->last, T->producer, T->consumers,
-                sn_owner_name(T->owner), T->alloc_in_iter ? "true" : "false");
+                sn_owner_name(T->lib_owner), T->alloc_in_iter ? "true" : "false");
+        fprintf(f, ",\"layer\":%d,\"live\":[%d,%d],\"allocation\":[%d,%d],\"identity\":",
+                T->owner, T->live_first, T->live_last, T->alloc_step, T->free_step);
+        if (T->alloc_in_iter)
+            fprintf(f, "\"site#%d\"}", T->ordinal);
+        else
+            fprintf(f, "\"persistent\"}");
     }
     fprintf(f, "],\"kinds\":{");
     for (int r = 0; r < SN_ROLE_COUNT; r++)
@@ -307,20 +343,22 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     fprintf(f, "},\"memory_per_step\":[");
     for (size_t s = 0; s < m->period; s++) {
         const sn_model_step *st = &m->steps[s];
-        fprintf(f, "%s{\"step\":%zu,\"op\":\"%s\",\"phase\":\"%s\",\"layer\":%d,\"ms\":%.6f,\"asis\":%llu,"
-                   "\"liveness\":%llu,\"conv_offload\":%llu,\"all_offload\":%llu}",
-                s ? "," : "", s, sn_op_name(t->calls[st->call].op), sn_phase_name(st->phase), st->layer,
+        fprintf(f, "%s{\"step\":%zu,\"op\":\"%s\",\"phase\":\"%s\",\"pass\":%d,\"layer\":%d,\"ms\":%.6f,"
+                   "\"asis\":%llu,\"liveness\":%llu,\"conv_offload\":%llu,\"all_offload\":%llu}",
+                s ? "," : "", s, sn_op_name(t->calls[st->call].op), sn_phase_name(st->phase), st->pass, st->layer,
                 st->ms, (unsigned long long)st->mem_asis, (unsigned long long)st->mem_live,
                 (unsigned long long)st->mem_conv, (unsigned long long)st->mem_all);
     }
     fprintf(f, "],\"whatif\":{\"asis\":%llu,\"asis_iteration\":%llu,\"liveness\":%llu,\"conv_offload\":%llu,"
-               "\"all_offload\":%llu,\"lower_bound\":%llu,\"carried\":%llu,\"max_working_set\":%llu,"
-               "\"max_working_set_layer\":%d,\"budget\":%llu}}",
+               "\"all_offload\":%llu,\"superneurons\":%llu,\"lower_bound\":%llu,\"carried\":%llu,"
+               "\"max_working_set\":%llu,\"max_working_set_step\":%d,\"library\":%llu,\"budget\":%llu}",
             (unsigned long long)m->peak_asis, (unsigned long long)m->peak_asis_iter,
             (unsigned long long)m->peak_live, (unsigned long long)m->peak_conv,
-            (unsigned long long)m->peak_all, (unsigned long long)m->lower_bound,
-            (unsigned long long)m->carried_bytes, (unsigned long long)m->max_working_set,
-            m->max_working_set_layer, (unsigned long long)m->budget);
+            (unsigned long long)m->peak_all, (unsigned long long)m->peak_superneurons,
+            (unsigned long long)m->lower_bound, (unsigned long long)m->carried_bytes,
+            (unsigned long long)m->max_working_set, m->max_working_set_step,
+            (unsigned long long)(m->lower_bound - m->max_working_set), (unsigned long long)m->budget);
+    fprintf(f, ",\"check\":\"%s\"}", m->check == SN_CHECK_OK ? "ok" : sn_model_check_name(m->check));
 }
 
 void sn_report_json(FILE *f, const sn_trace *const *t, const sn_model *m, int n, const char *mode)

@@ -23,14 +23,14 @@ long sn_timeline_json(FILE *f, const sn_trace *const *t, const sn_model *m, int 
         /* streams -> track ids in order of first use */
         void **streams = NULL;
         int nstreams = 0;
-        /* the representative iteration, to label phases */
-        uint64_t it_lo = UINT64_MAX, it_hi = 0;
-        if (m[d].found) {
-            it_lo = m[d].steps[0].call;
-            it_hi = m[d].steps[m[d].period - 1].call;
-        }
+        /* every step of the periodic part is labelled with its phase: the
+         * steps are numbered as the model numbers them (successful steps) */
+        size_t step = 0;
         for (size_t i = 0; i < tr->ncalls; i++) {
             const sn_trace_call *e = &tr->calls[i];
+            int phase_id = -1;
+            if ((e->flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP)
+                phase_id = sn_model_phase_of_step(&m[d], step++);
             if (!(e->flags & SN_TC_TIMED))
                 continue;
             int tid = -1;
@@ -49,14 +49,7 @@ long sn_timeline_json(FILE *f, const sn_trace *const *t, const sn_model *m, int 
                         SEP(), tr->dev, tid, e->stream);
                 ms_++;
             }
-            const char *phase = "";
-            if (i >= it_lo && i <= it_hi) {
-                for (size_t s = 0; s < m[d].period; s++)
-                    if (m[d].steps[s].call == i) {
-                        phase = sn_phase_name(m[d].steps[s].phase);
-                        break;
-                    }
-            }
+            const char *phase = phase_id >= 0 ? sn_phase_name(phase_id) : "";
             fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
                        "\"pid\":%d,\"tid\":%d,\"args\":{\"call\":%zu%s%s%s}}",
                     SEP(), sn_op_name(e->op), (e->flags & SN_TC_TRANSFER) ? "transfer" : "step",

@@ -258,3 +258,13 @@ int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to)
     }
     return seen_f && seen_b;
 }
+
+int sn_trace_profile_ready(const sn_trace *t, const uint64_t *sig, size_t n, const sn_period *per)
+{
+    if (!per->found || per->period == 0 || per->end < per->period || per->end > n)
+        return 0;
+    for (size_t i = per->end; i < n; i++)
+        if (sig[i] != sig[i - per->period])
+            return 0;
+    return sn_trace_has_backward(t, per->end - per->period, per->end);
+}

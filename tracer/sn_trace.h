@@ -163,6 +163,14 @@ static inline int sn_trace_counts_memory(int kind)
  * step: a whole training iteration, not a repeated block inside one. */
 int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to);
 
+/* Whether the profile may end with the iteration per found in the step
+ * signatures sig[0..n): it holds a whole training iteration
+ * (sn_trace_has_backward over its last period) and every step after it
+ * continues it. Steps that break the period after it (an evaluation pass
+ * every few iterations) say the iteration is longer than the period
+ * found so far: the profile goes on until the longer one repeats. */
+int sn_trace_profile_ready(const sn_trace *t, const uint64_t *sig, size_t n, const sn_period *per);
+
 /* Signature of a call: op, hook, shapes and parameters (no addresses). */
 uint64_t sn_trace_signature(const sn_call *c);
 

@@ -14,11 +14,27 @@ int sn_wi_carried(const sn_wi_tensor *t)
 {
     if (t->naccess == 0)
         return 0;
+    /* Allocated inside the iteration: whatever it holds was written there. */
+    if (t->bounded && t->alloc_step > 0)
+        return 0;
     /* Its first use needs an older value: read, or written only in part. */
     uint8_t m = t->access[0].mode;
     if (m & SN_ACC_SCRATCH)
         return 0;
     return (m & SN_ACC_R) || !(m & SN_ACC_KILL);
+}
+
+/* The steps the allocation exists at, within [0, nsteps). */
+static void sn_alloc_range(const sn_wi_tensor *t, int nsteps, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = nsteps - 1;
+    if (t->bounded) {
+        if (t->alloc_step > *lo)
+            *lo = t->alloc_step;
+        if (t->free_step < *hi)
+            *hi = t->free_step;
+    }
 }
 
 /* Adds bytes to delta over [from, to] (inclusive step positions). */
@@ -35,14 +51,32 @@ static void sn_span(int64_t *delta, int nsteps, int from, int to, uint64_t bytes
 }
 
 /* Live intervals of one tensor: from each write that starts a value to the
- * last read of that value (or the write itself if never read). Calls emit
- * for each interval. */
+ * last read of that value (or the write itself if never read), within the
+ * allocation's lifetime. Calls emit for each interval. */
 typedef void (*sn_interval_fn)(int from, int to, void *ctx);
+
+typedef struct sn_clip {
+    sn_interval_fn emit;
+    void *ctx;
+    int lo, hi;
+} sn_clip;
+
+static void sn_emit_clipped(const sn_clip *c, int from, int to)
+{
+    if (from < c->lo)
+        from = c->lo;
+    if (to > c->hi)
+        to = c->hi;
+    if (from <= to)
+        c->emit(from, to, c->ctx);
+}
 
 static void sn_intervals(const sn_wi_tensor *t, int nsteps, sn_interval_fn emit, void *ctx)
 {
+    sn_clip c = {emit, ctx, 0, nsteps - 1};
+    sn_alloc_range(t, nsteps, &c.lo, &c.hi);
     if (sn_wi_carried(t)) {
-        emit(0, nsteps - 1, ctx);
+        sn_emit_clipped(&c, 0, nsteps - 1);
         return;
     }
     int open = -1, last = -1;
@@ -51,12 +85,12 @@ static void sn_intervals(const sn_wi_tensor *t, int nsteps, sn_interval_fn emit,
         if (a->mode & SN_ACC_SCRATCH) {
             /* a workspace holds nothing between uses */
             if (open >= 0)
-                emit(open, last, ctx);
-            emit(a->step, a->step, ctx);
+                sn_emit_clipped(&c, open, last);
+            sn_emit_clipped(&c, a->step, a->step);
             open = -1;
         } else if ((a->mode & SN_ACC_KILL) && !(a->mode & SN_ACC_R)) {
             if (open >= 0)
-                emit(open, last, ctx);
+                sn_emit_clipped(&c, open, last);
             open = last = a->step;
         } else {
             if (open < 0)
@@ -65,7 +99,29 @@ static void sn_intervals(const sn_wi_tensor *t, int nsteps, sn_interval_fn emit,
         }
     }
     if (open >= 0)
-        emit(open, last, ctx);
+        sn_emit_clipped(&c, open, last);
+}
+
+typedef struct sn_span_ctx {
+    int first, last;
+} sn_span_ctx;
+
+static void sn_note_span(int from, int to, void *p)
+{
+    sn_span_ctx *s = p;
+    if (s->first < 0 || from < s->first)
+        s->first = from;
+    if (to > s->last)
+        s->last = to;
+}
+
+void sn_wi_live_span(const sn_wi_tensor *t, int nsteps, int *first, int *last)
+{
+    sn_span_ctx s = {-1, -1};
+    if (nsteps > 0)
+        sn_intervals(t, nsteps, sn_note_span, &s);
+    *first = s.first;
+    *last = s.last;
 }
 
 typedef struct sn_emit_ctx {
@@ -120,11 +176,52 @@ static uint64_t sn_sweep(const int64_t *delta, int nsteps, uint64_t fixed, uint6
     return peak;
 }
 
+/* Intervals of one tensor recorded for the SuperNeurons pass. */
+typedef struct sn_live_ctx {
+    unsigned char *live;   /* per step */
+} sn_live_ctx;
+
+static void sn_mark_live(int from, int to, void *p)
+{
+    sn_live_ctx *c = p;
+    for (int s = from; s <= to; s++)
+        c->live[s] = 1;
+}
+
+/* The largest working set of one call: the bytes of the distinct tensors
+ * touched at one position. */
+static int sn_call_working_sets(const sn_wi_input *in, sn_wi_result *res)
+{
+    int n = in->nsteps;
+    uint64_t *ws = calloc((size_t)n, sizeof *ws);
+    if (!ws)
+        return -1;
+    for (int i = 0; i < in->ntensors; i++) {
+        const sn_wi_tensor *t = &in->tensor[i];
+        int prev = -1;
+        for (int j = 0; j < t->naccess; j++) {
+            int s = t->access[j].step;
+            /* accesses are in position order: one count per position */
+            if (s >= 0 && s < n && s != prev)
+                ws[s] += t->bytes;
+            prev = s;
+        }
+    }
+    for (int s = 0; s < n; s++)
+        if (ws[s] > res->max_working_set || res->max_working_set_step < 0) {
+            res->max_working_set = ws[s];
+            res->max_working_set_step = s;
+        }
+    free(ws);
+    return 0;
+}
+
 int sn_whatif(const sn_wi_input *in, sn_wi_result *res, uint64_t *mem_liveness, uint64_t *mem_conv,
               uint64_t *mem_all)
 {
     memset(res, 0, sizeof *res);
-    res->max_working_set_group = -1;
+    res->max_working_set_step = -1;
+    res->superneurons_step = -1;
     if (!in || in->nsteps <= 0 || in->ntensors < 0)
         return -1;
     int n = in->nsteps;
@@ -145,47 +242,58 @@ int sn_whatif(const sn_wi_input *in, sn_wi_result *res, uint64_t *mem_liveness, 
         }
         peaks[pass] = sn_sweep(delta, n, in->fixed_bytes, outs[pass]);
     }
-    free(delta);
     res->peak_liveness = peaks[0];
     res->peak_conv = peaks[1];
     res->peak_all = peaks[2];
 
-    /* Lower bound: carried tensors + the largest group working set. */
+    /* SuperNeurons: per step, the live tensors of the step's group and the
+     * carried ones. A group's tensors are found by marking, per group, the
+     * tensors any of its steps touch. */
     int ngroups = 0;
     for (int s = 0; s < n; s++)
         if (in->group && in->group[s] + 1 > ngroups)
             ngroups = in->group[s] + 1;
-    uint64_t *ws = calloc((size_t)(ngroups ? ngroups : 1), sizeof *ws);
-    int *seen = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *seen);
-    if (!ws || !seen) {
-        free(ws);
-        free(seen);
+    unsigned char *live = malloc((size_t)n);
+    uint64_t *sn = calloc((size_t)n, sizeof *sn);
+    int *gmark = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *gmark);
+    if (!live || !sn || !gmark) {
+        free(delta);
+        free(live);
+        free(sn);
+        free(gmark);
         return -1;
     }
     for (int i = 0; i < in->ntensors; i++) {
         const sn_wi_tensor *t = &in->tensor[i];
-        if (sn_wi_carried(t)) {
+        int carried = sn_wi_carried(t);
+        if (carried)
             res->carried_bytes += t->bytes;
-            continue;
-        }
+        memset(live, 0, (size_t)n);
+        sn_live_ctx lc = {live};
+        sn_intervals(t, n, sn_mark_live, &lc);
         for (int g = 0; g < ngroups; g++)
-            seen[g] = 0;
+            gmark[g] = 0;
         for (int k = 0; k < t->naccess; k++) {
             int s = t->access[k].step;
-            int g = in->group && s >= 0 && s < n ? in->group[s] : -1;
-            if (g >= 0 && !seen[g]) {
-                seen[g] = 1;
-                ws[g] += t->bytes;
-            }
+            if (in->group && s >= 0 && s < n && in->group[s] >= 0)
+                gmark[in->group[s]] = 1;
         }
+        for (int s = 0; s < n; s++)
+            if (live[s] && (carried || (in->group && in->group[s] >= 0 && gmark[in->group[s]])))
+                sn[s] += t->bytes;
     }
-    for (int g = 0; g < ngroups; g++)
-        if (ws[g] > res->max_working_set) {
-            res->max_working_set = ws[g];
-            res->max_working_set_group = g;
+    for (int s = 0; s < n; s++)
+        if (sn[s] + in->fixed_bytes > res->peak_superneurons) {
+            res->peak_superneurons = sn[s] + in->fixed_bytes;
+            res->superneurons_step = s;
         }
-    free(ws);
-    free(seen);
-    res->lower_bound = res->carried_bytes + res->max_working_set + in->fixed_bytes;
+    free(delta);
+    free(live);
+    free(sn);
+    free(gmark);
+
+    if (sn_call_working_sets(in, res) != 0)
+        return -1;
+    res->lower_bound = res->max_working_set + in->fixed_bytes;
     return 0;
 }

@@ -35,6 +35,30 @@ const char *alloc_style_name(enum alloc_style a)
 
 static trainer *active_trainer; /* for the exit hook */
 
+/* Every device-side call of an iteration (what a tracer counts as a step:
+ * cuDNN and cuBLAS work, kernels, copies and sets on the device; not the
+ * copies to or from the host) counts toward its phase, for --dump-graph. */
+static void count_step(trainer *tr)
+{
+    tr->step_count[tr->phase]++;
+}
+
+#define DNN_STEP(call)                                                                         \
+    do {                                                                                       \
+        count_step(tr);                                                                        \
+        CUDNN_CHECK(call);                                                                     \
+    } while (0)
+#define BLAS_STEP(call)                                                                        \
+    do {                                                                                       \
+        count_step(tr);                                                                        \
+        CUBLAS_CHECK(call);                                                                    \
+    } while (0)
+#define CUDA_STEP(call)                                                                        \
+    do {                                                                                       \
+        count_step(tr);                                                                        \
+        CUDA_CHECK(call);                                                                      \
+    } while (0)
+
 /* ---- buffers ------------------------------------------------------------ */
 
 static int new_buf(trainer *tr, enum buf_class cls, size_t bytes, const char *fmt, const char *a,
@@ -741,9 +765,9 @@ static void load_batch(trainer *tr)
         if (!s)
             trainer_exit(EXIT_CUDA_ERROR);
         /* Caffe's data layer copies the prefetched batch into its top blobs. */
-        CUDA_CHECK(cudaMemcpy(DATA(n->data_tensor), s->dev_images, image_bytes,
+        CUDA_STEP(cudaMemcpy(DATA(n->data_tensor), s->dev_images, image_bytes,
                               cudaMemcpyDeviceToDevice));
-        CUDA_CHECK(cudaMemcpy(DATA(n->label_tensor), s->dev_onehot, onehot_bytes,
+        CUDA_STEP(cudaMemcpy(DATA(n->label_tensor), s->dev_onehot, onehot_bytes,
                               cudaMemcpyDeviceToDevice));
         memcpy(tr->host_labels, s->labels, sizeof(int) * (size_t)n->input.n);
         CUDA_CHECK(cudaStreamSynchronize(0));
@@ -763,16 +787,16 @@ static void fc_forward(trainer *tr, const layer *l)
     shape x = tr->n->tensors[l->in[0]].s;
     int M = l->fc_out, N = x.n, K = x.c * x.h * x.w;
     float *y = DATA(l->out);
-    CUBLAS_CHECK(cublasSgemm(tr->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, PVAL(l, 0), K,
+    BLAS_STEP(cublasSgemm(tr->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, PVAL(l, 0), K,
                              DATA(l->in[0]), K, &zero, y, M));
-    CUBLAS_CHECK(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, 1, &one, PVAL(l, 1), M,
+    BLAS_STEP(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, M, N, 1, &one, PVAL(l, 1), M,
                              P(tr, tr->ones), 1, &one, y, M));
 }
 
 static void loss_forward(trainer *tr, const layer *l)
 {
     const net *n = tr->n;
-    CUDNN_CHECK(cudnnSoftmaxForward(tr->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+    DNN_STEP(cudnnSoftmaxForward(tr->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
                                     &one, TD(l->in[0]), DATA(l->in[0]), &zero, TD(l->out),
                                     DATA(l->out)));
     size_t count = (size_t)n->input.n * (size_t)n->classes;
@@ -796,51 +820,51 @@ static void forward(trainer *tr, int li)
     layer_rt *r = &tr->lrt[li];
     int x = l->nin ? l->in[0] : -1, y = l->out;
     if (tr->opt->alloc == ALLOC_DARKNET && tr->trt[y].diff >= 0)
-        CUDA_CHECK(cudaMemsetAsync(DIFF(y), 0, tr->bufs[tr->trt[y].diff].bytes, 0));
+        CUDA_STEP(cudaMemsetAsync(DIFF(y), 0, tr->bufs[tr->trt[y].diff].bytes, 0));
     switch (l->type) {
     case L_DATA: load_batch(tr); break;
     case L_CONV: {
         void *ws = ws_acquire(tr, li, r->ws_fwd);
-        CUDNN_CHECK(cudnnConvolutionForward(tr->dnn, &one, TD(x), DATA(x), r->wdesc, PVAL(l, 0),
+        DNN_STEP(cudnnConvolutionForward(tr->dnn, &one, TD(x), DATA(x), r->wdesc, PVAL(l, 0),
                                             r->cdesc, r->fwd_algo, ws, r->ws_fwd, &zero, TD(y),
                                             DATA(y)));
         ws_release(tr, ws, r->ws_fwd);
         if (l->has_bias)
-            CUDNN_CHECK(cudnnAddTensor(tr->dnn, &one, r->bias_desc, PVAL(l, 1), &one, TD(y),
+            DNN_STEP(cudnnAddTensor(tr->dnn, &one, r->bias_desc, PVAL(l, 1), &one, TD(y),
                                        DATA(y)));
         break;
     }
     case L_BN:
-        CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        DNN_STEP(cudnnBatchNormalizationForwardTraining(
             tr->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, TD(x), DATA(x), TD(y), DATA(y),
             r->bn_desc, PVAL(l, 0), PVAL(l, 1), bn_average_factor, P(tr, r->run_mean),
             P(tr, r->run_var), bn_epsilon, P(tr, r->save_mean), P(tr, r->save_inv)));
         break;
     case L_RELU:
-        CUDNN_CHECK(cudnnActivationForward(tr->dnn, r->adesc, &one, TD(x), DATA(x), &zero, TD(y),
+        DNN_STEP(cudnnActivationForward(tr->dnn, r->adesc, &one, TD(x), DATA(x), &zero, TD(y),
                                            DATA(y)));
         break;
     case L_MAXPOOL:
     case L_AVGPOOL:
-        CUDNN_CHECK(cudnnPoolingForward(tr->dnn, r->pdesc, &one, TD(x), DATA(x), &zero, TD(y),
+        DNN_STEP(cudnnPoolingForward(tr->dnn, r->pdesc, &one, TD(x), DATA(x), &zero, TD(y),
                                         DATA(y)));
         break;
     case L_LRN:
-        CUDNN_CHECK(cudnnLRNCrossChannelForward(tr->dnn, r->ldesc, CUDNN_LRN_CROSS_CHANNEL_DIM1,
+        DNN_STEP(cudnnLRNCrossChannelForward(tr->dnn, r->ldesc, CUDNN_LRN_CROSS_CHANNEL_DIM1,
                                                 &one, TD(x), DATA(x), &zero, TD(y), DATA(y)));
         break;
     case L_DROPOUT:
-        CUDNN_CHECK(cudnnDropoutForward(tr->dnn, r->ddesc, TD(x), DATA(x), TD(y), DATA(y),
+        DNN_STEP(cudnnDropoutForward(tr->dnn, r->ddesc, TD(x), DATA(x), TD(y), DATA(y),
                                         P(tr, r->reserve), tr->bufs[r->reserve].bytes));
         break;
     case L_FC: fc_forward(tr, l); break;
     case L_CONCAT:
         for (int k = 0; k < l->nin; k++)
-            CUDNN_CHECK(cudnnTransformTensor(tr->dnn, &one, TD(l->in[k]), DATA(l->in[k]), &zero,
+            DNN_STEP(cudnnTransformTensor(tr->dnn, &one, TD(l->in[k]), DATA(l->in[k]), &zero,
                                              r->views[k], DATA(y) + r->offsets[k]));
         break;
     case L_ADD:
-        CUDNN_CHECK(cudnnOpTensor(tr->dnn, r->odesc, &one, TD(l->in[0]), DATA(l->in[0]), &one,
+        DNN_STEP(cudnnOpTensor(tr->dnn, r->odesc, &one, TD(l->in[0]), DATA(l->in[0]), &one,
                                   TD(l->in[1]), DATA(l->in[1]), &zero, TD(y), DATA(y)));
         break;
     case L_SOFTMAX_LOSS: loss_forward(tr, l); break;
@@ -855,13 +879,13 @@ static void fc_backward(trainer *tr, int li)
     shape x = tr->n->tensors[l->in[0]].s;
     int M = l->fc_out, N = x.n, K = x.c * x.h * x.w;
     const float *dy = DIFF(l->out);
-    CUBLAS_CHECK(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_T, K, M, N, &one, DATA(l->in[0]), K,
+    BLAS_STEP(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_T, K, M, N, &one, DATA(l->in[0]), K,
                              dy, M, &zero, PGRAD(l, 0), K));
-    CUBLAS_CHECK(cublasSgemv(tr->blas, CUBLAS_OP_N, M, N, &one, dy, M, P(tr, tr->ones), 1, &zero,
+    BLAS_STEP(cublasSgemv(tr->blas, CUBLAS_OP_N, M, N, &one, dy, M, P(tr, tr->ones), 1, &zero,
                              PGRAD(l, 1), 1));
     if (tr->n->tensors[l->in[0]].needs_diff) {
         const float beta = tr->lrt[li].accum[0] ? 1.0f : 0.0f;
-        CUBLAS_CHECK(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, K, N, M, &one, PVAL(l, 0), K,
+        BLAS_STEP(cublasSgemm(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, K, N, M, &one, PVAL(l, 0), K,
                                  dy, M, &beta, DIFF(l->in[0]), K));
     }
 }
@@ -878,16 +902,16 @@ static void backward(trainer *tr, int li)
     case L_DATA: break;
     case L_CONV: {
         if (l->has_bias)
-            CUDNN_CHECK(cudnnConvolutionBackwardBias(tr->dnn, &one, TD(y), DIFF(y), &zero,
+            DNN_STEP(cudnnConvolutionBackwardBias(tr->dnn, &one, TD(y), DIFF(y), &zero,
                                                      r->bias_desc, PGRAD(l, 1)));
         void *ws = ws_acquire(tr, li, r->ws_bwf);
-        CUDNN_CHECK(cudnnConvolutionBackwardFilter(tr->dnn, &one, TD(x), DATA(x), TD(y), DIFF(y),
+        DNN_STEP(cudnnConvolutionBackwardFilter(tr->dnn, &one, TD(x), DATA(x), TD(y), DIFF(y),
                                                    r->cdesc, r->bwf_algo, ws, r->ws_bwf, &zero,
                                                    r->wdesc, PGRAD(l, 0)));
         ws_release(tr, ws, r->ws_bwf);
         if (want_dx) {
             ws = ws_acquire(tr, li, r->ws_bwd);
-            CUDNN_CHECK(cudnnConvolutionBackwardData(tr->dnn, &one, r->wdesc, PVAL(l, 0), TD(y),
+            DNN_STEP(cudnnConvolutionBackwardData(tr->dnn, &one, r->wdesc, PVAL(l, 0), TD(y),
                                                      DIFF(y), r->cdesc, r->bwd_algo, ws,
                                                      r->ws_bwd, &beta0, TD(x), DIFF(x)));
             ws_release(tr, ws, r->ws_bwd);
@@ -895,7 +919,7 @@ static void backward(trainer *tr, int li)
         break;
     }
     case L_BN:
-        CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        DNN_STEP(cudnnBatchNormalizationBackward(
             tr->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &beta0, &one, &zero, TD(x), DATA(x), TD(y),
             DIFF(y), TD(x), DIFF(x), r->bn_desc, PVAL(l, 0), PGRAD(l, 0), PGRAD(l, 1), bn_epsilon,
             P(tr, r->save_mean), P(tr, r->save_inv)));
@@ -903,21 +927,21 @@ static void backward(trainer *tr, int li)
     case L_RELU:
         /* The output stands in for the input: for ReLU both give the same
          * mask, and the input may already be gone (in place, or freed). */
-        CUDNN_CHECK(cudnnActivationBackward(tr->dnn, r->adesc, &one, TD(y), DATA(y), TD(y),
+        DNN_STEP(cudnnActivationBackward(tr->dnn, r->adesc, &one, TD(y), DATA(y), TD(y),
                                             DIFF(y), TD(y), DATA(y), &beta0, TD(x), DIFF(x)));
         break;
     case L_MAXPOOL:
     case L_AVGPOOL:
-        CUDNN_CHECK(cudnnPoolingBackward(tr->dnn, r->pdesc, &one, TD(y), DATA(y), TD(y), DIFF(y),
+        DNN_STEP(cudnnPoolingBackward(tr->dnn, r->pdesc, &one, TD(y), DATA(y), TD(y), DIFF(y),
                                          TD(x), DATA(x), &beta0, TD(x), DIFF(x)));
         break;
     case L_LRN:
-        CUDNN_CHECK(cudnnLRNCrossChannelBackward(tr->dnn, r->ldesc, CUDNN_LRN_CROSS_CHANNEL_DIM1,
+        DNN_STEP(cudnnLRNCrossChannelBackward(tr->dnn, r->ldesc, CUDNN_LRN_CROSS_CHANNEL_DIM1,
                                                  &one, TD(y), DATA(y), TD(y), DIFF(y), TD(x),
                                                  DATA(x), &beta0, TD(x), DIFF(x)));
         break;
     case L_DROPOUT:
-        CUDNN_CHECK(cudnnDropoutBackward(tr->dnn, r->ddesc, TD(y), DIFF(y), TD(x), DIFF(x),
+        DNN_STEP(cudnnDropoutBackward(tr->dnn, r->ddesc, TD(y), DIFF(y), TD(x), DIFF(x),
                                          P(tr, r->reserve), tr->bufs[r->reserve].bytes));
         break;
     case L_FC: fc_backward(tr, li); break;
@@ -926,14 +950,14 @@ static void backward(trainer *tr, int li)
             if (!n->tensors[l->in[k]].needs_diff)
                 continue;
             const float beta = r->accum[k] ? 1.0f : 0.0f;
-            CUDNN_CHECK(cudnnTransformTensor(tr->dnn, &one, r->views[k], DIFF(y) + r->offsets[k],
+            DNN_STEP(cudnnTransformTensor(tr->dnn, &one, r->views[k], DIFF(y) + r->offsets[k],
                                              &beta, TD(l->in[k]), DIFF(l->in[k])));
         }
         break;
     case L_ADD:
         for (int k = 0; k < l->nin; k++) {
             const float beta = r->accum[k] ? 1.0f : 0.0f;
-            CUDNN_CHECK(cudnnAddTensor(tr->dnn, &one, TD(y), DIFF(y), &beta, TD(l->in[k]),
+            DNN_STEP(cudnnAddTensor(tr->dnn, &one, TD(y), DIFF(y), &beta, TD(l->in[k]),
                                        DIFF(l->in[k])));
         }
         break;
@@ -941,10 +965,11 @@ static void backward(trainer *tr, int li)
         /* d(loss)/d(logits) = (prob - onehot) / batch */
         int count = n->input.n * n->classes;
         float scale = 1.0f / (float)n->input.n, neg = -scale;
-        if (tr->kernels_ready)
+        if (tr->kernels_ready) {
+            count_step(tr);
             kernel_loss_grad(DIFF(x), DATA(y), DATA(n->label_tensor), count, scale);
-        else
-            CUBLAS_CHECK(cublasSgeam(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, n->classes, n->input.n,
+        } else
+            BLAS_STEP(cublasSgeam(tr->blas, CUBLAS_OP_N, CUBLAS_OP_N, n->classes, n->input.n,
                                      &scale, DATA(y), n->classes, &neg, DATA(n->label_tensor),
                                      n->classes, DIFF(x), n->classes));
         break;
@@ -965,13 +990,14 @@ static void update(trainer *tr)
         int count = (int)tr->n->params[p].count;
         float *w = P(tr, q->value), *g = P(tr, q->grad), *h = P(tr, q->hist);
         if (tr->kernels_ready) {
+            count_step(tr);
             kernel_sgd(w, g, h, count, lr, mom, wd);
             continue;
         }
-        CUBLAS_CHECK(cublasSaxpy(tr->blas, count, &wd, w, 1, g, 1));
-        CUBLAS_CHECK(cublasSscal(tr->blas, count, &mom, h, 1));
-        CUBLAS_CHECK(cublasSaxpy(tr->blas, count, &lr, g, 1, h, 1));
-        CUBLAS_CHECK(cublasSaxpy(tr->blas, count, &minus_one, h, 1, w, 1));
+        BLAS_STEP(cublasSaxpy(tr->blas, count, &wd, w, 1, g, 1));
+        BLAS_STEP(cublasSscal(tr->blas, count, &mom, h, 1));
+        BLAS_STEP(cublasSaxpy(tr->blas, count, &lr, g, 1, h, 1));
+        BLAS_STEP(cublasSaxpy(tr->blas, count, &minus_one, h, 1, w, 1));
     }
 }
 
@@ -990,6 +1016,7 @@ static void run_step(trainer *tr, int s, uses *u)
             zero_momentum(tr, id);
     }
     int L = tr->n->nlayers;
+    tr->phase = s == update_step(tr) ? 2 : s < L ? 0 : 1;
     if (s == update_step(tr))
         update(tr);
     else if (s < L)
@@ -1021,6 +1048,7 @@ float trainer_iteration(trainer *tr)
     int nmarks = tr->opt->phase_times ? 3 : 0;
     for (int i = 0; i < nmarks; i++)
         CUDA_CHECK(cudaEventCreate(&mark_ev[i]));
+    tr->step_count[0] = tr->step_count[1] = tr->step_count[2] = 0;
     uses u = {0};
     for (int s = 0, m = 0; s < tr->nsteps; s++) {
         run_step(tr, s, &u);
@@ -1044,6 +1072,22 @@ float trainer_iteration(trainer *tr)
     trainer_sample_memory(tr);
     tr->iter++;
     return ms;
+}
+
+int trainer_dump_steps(const trainer *tr, const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    fprintf(f, "steps forward %ld backward %ld update %ld\n", tr->step_count[0], tr->step_count[1],
+            tr->step_count[2]);
+    if (fclose(f) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
 }
 
 /* FNV-1a over the bytes of every parameter, in parameter order. The copy

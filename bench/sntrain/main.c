@@ -232,6 +232,9 @@ int main(int argc, char **argv)
             printf("phases %d data %.3f forward %.3f backward %.3f update %.3f ms\n", i + 1,
                    tr.phase_ms[0], tr.phase_ms[1], tr.phase_ms[2], tr.phase_ms[3]);
         fflush(stdout);
+        /* the second iteration is the steady one (the first clears momentum) */
+        if (o.dump_graph && (i == 1 || o.iters == 1) && trainer_dump_steps(&tr, o.dump_graph) != 0)
+            trainer_exit(EXIT_USAGE);
     }
     uint64_t sum = trainer_checksum(&tr);
     trainer_sample_memory(&tr);

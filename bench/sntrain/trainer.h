@@ -169,12 +169,19 @@ typedef struct trainer {
     /* --phase-times: device ms of the last iteration's data loading, forward
      * pass (loss included), backward pass and weight update */
     float phase_ms[4];
+    /* the device-side calls of the last iteration, per phase (forward,
+     * backward, update) */
+    int phase;
+    long step_count[3];
 } trainer;
 
 int trainer_setup(trainer *tr, const train_options *opt, net *n);
 /* One iteration; returns its device time in ms and sets tr->loss. */
 float trainer_iteration(trainer *tr);
 uint64_t trainer_checksum(trainer *tr);
+/* Appends "steps forward F backward B update U" (the last iteration's
+ * device-side calls) to the --dump-graph file. */
+int trainer_dump_steps(const trainer *tr, const char *path);
 void trainer_sample_memory(trainer *tr);
 void trainer_teardown(trainer *tr);
 
