@@ -865,9 +865,10 @@ static void sn_describe_unseen_locked(char *out, size_t cap)
         const sn_trace *t = sn_devs[dev].trace;
         if (!t)
             continue;
-        allocs += t->ntensors;
-        for (size_t i = 0; i < t->ncalls; i++)
-            failed += (t->calls[i].flags & SN_TC_FAILED) != 0;
+        /* the run's totals, which also cover what was not logged */
+        for (size_t o = 0; o < sizeof t->run.alloc_count / sizeof t->run.alloc_count[0]; o++)
+            allocs += t->run.alloc_count[o];
+        failed += t->run.failed;
     }
     if (!libs.len && !allocs)
         return;
