@@ -8,7 +8,6 @@
 #include "shim/sn_lock.h"
 
 #ifdef SN_DEBUG
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "shim/sn_log.h"
@@ -17,10 +16,7 @@ static __thread unsigned sn_held __attribute__((tls_model("initial-exec")));
 
 static _Noreturn void sn_witness_fail(const char *msg, int a, int b)
 {
-    char buf[256];
-    int n = snprintf(buf, sizeof buf, "libsn: internal error: %s (%d, %d)\n", msg, a, b);
-    if (n > 0)
-        sn_log_write_raw(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    sn_error("internal error: %s (%d, %d)", msg, a, b);
     abort();
 }
 
@@ -49,11 +45,7 @@ void sn_lock_give(sn_lock *l)
 void sn_witness_cuda(const char *what)
 {
     if (sn_held) {
-        char buf[256];
-        int n = snprintf(buf, sizeof buf, "libsn: internal error: %s called with libsn locks held (mask %#x)\n",
-                         what, sn_held);
-        if (n > 0)
-            sn_log_write_raw(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+        sn_error("internal error: %s called with libsn locks held (mask %#x)", what, sn_held);
         abort();
     }
 }

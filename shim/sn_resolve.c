@@ -13,7 +13,6 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -153,13 +152,9 @@ int sn_resolve_all(void)
  * state would not agree with). */
 static _Noreturn void sn_missing(int id)
 {
-    char msg[256];
-    int n = snprintf(msg, sizeof msg,
-                     "libsn: error: %s: no loaded CUDA library provides this function; without libsn "
-                     "the program stops here with \"symbol lookup error: undefined symbol: %s\"\n",
-                     sn_hook_name(id), sn_hook_name(id));
-    if (n > 0)
-        sn_log_write_raw(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    sn_error("%s: no loaded CUDA library provides this function; without libsn the program stops "
+             "here with \"symbol lookup error: undefined symbol: %s\"",
+             sn_hook_name(id), sn_hook_name(id));
     _exit(127);
 }
 
