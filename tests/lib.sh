@@ -4,7 +4,8 @@
 # loaded first: SAN_PRELOAD is that runtime alone (for a program built
 # without the sanitizer that loads the instrumented simulated libraries),
 # SN_PRELOAD is the runtime followed by libsn. check DESC CONDITION prints
-# one TAP line for a condition evaluated as shell code.
+# one TAP line for a condition evaluated as shell code; mask_trainer_times
+# filters the trainer's timings out of its output.
 BUILD_DIR=${SN_TEST_BUILD:-$PWD/${BUILD:-build}}
 export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 SAN_PRELOAD=""
@@ -17,4 +18,8 @@ SN_PRELOAD="${SAN_PRELOAD:+$SAN_PRELOAD }$BUILD_DIR/libsn.so"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
+# The reference trainer's simulated timings (per iteration, per run,
+# images/s) masked on stdin: they vary with libsn's timing events and with
+# the trainer's data-loader thread, while losses and checksums must not.
+mask_trainer_times() { sed -E 's/[0-9]+\.[0-9]+ ms/T ms/g; s/^images\/s .*/images\/s (masked)/'; }
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }

@@ -19,15 +19,13 @@ args=(--net resnet --depth 8 --input 16 --batch 2 --iters 2 --width 4)
 stride=4
 [ -n "${SANITIZE:-}" ] && stride=16
 
-mask() { sed -E 's/[0-9]+\.[0-9]+ ms/T ms/g; s/^images\/s .*/images\/s (masked)/'; }
-
 run() { # out-prefix fault preload... -> files $1.out $1.err $1.rc
     local out=$1 fault=$2; shift 2
     SIMGPU_FAULT_ALLOC=$fault timeout 120 env "$@" "$trainer" "${args[@]}" --alloc "$style" \
         >"$out.raw" 2>"$out.err"
     echo $? >"$out.rc"
-    mask <"$out.raw" >"$out.out"
-    grep -v '^libsn: ' "$out.err" | mask >"$out.err.f"
+    mask_trainer_times <"$out.raw" >"$out.out"
+    grep -v '^libsn: ' "$out.err" | mask_trainer_times >"$out.err.f"
 }
 
 for style in caffe darknet dynamic; do

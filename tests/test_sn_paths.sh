@@ -34,9 +34,8 @@ t "SN_REPORT=/dev/stdout: one warning on stderr naming the variable and why" \
   '[ "$(grep -c "^libsn: " "$tmp/stdout.err")" -eq 1 ] &&
    grep -q "^libsn: SN_REPORT=/dev/stdout cannot be used: it is a symbolic link" "$tmp/stdout.err"' || show "$tmp/stdout.err"
 # The trainer prints timings, which trace mode's timing events change: masked.
-mask() { sed -E 's/[0-9]+\.[0-9]+ ms/T ms/; s/^images\/s .*/images\/s T/' "$1"; }
-"$trainer" "${targs[@]}" 2>/dev/null | mask /dev/stdin >"$tmp/tplain.out"
-SN_MODE=trace SN_REPORT=/dev/fd/1 run "$trainer" "${targs[@]}" 2>"$tmp/tstdout.err" | mask /dev/stdin >"$tmp/tstdout.out"
+"$trainer" "${targs[@]}" 2>/dev/null | mask_trainer_times >"$tmp/tplain.out"
+SN_MODE=trace SN_REPORT=/dev/fd/1 run "$trainer" "${targs[@]}" 2>"$tmp/tstdout.err" | mask_trainer_times >"$tmp/tstdout.out"
 t "SN_REPORT=/dev/fd/1 under the trainer: its stdout unchanged (timings masked), one warning" \
   '[ -s "$tmp/tplain.out" ] && cmp -s "$tmp/tplain.out" "$tmp/tstdout.out" && [ "$(grep -c "^libsn: " "$tmp/tstdout.err")" -eq 1 ] &&
    grep -q "^libsn: SN_REPORT=/dev/fd/1 cannot be used: it is a symbolic link" "$tmp/tstdout.err"' ||
