@@ -1023,6 +1023,15 @@ static int sn_add_layer(sn_build *b, int cls, int first, uint64_t call)
     return m->nlayers++;
 }
 
+/* Where call c of the window stands: *pos is the step position it belongs
+ * to; the result says whether c is that step's own call (a compute step)
+ * rather than a transfer logged beside it. */
+static int sn_call_step(const sn_build *b, uint64_t c, int *pos)
+{
+    *pos = b->w.pos[c - b->w.call_lo];
+    return (b->t->calls[c].flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)*pos] == c;
+}
+
 /* The first call of a step's position (transfers before it included). */
 static uint64_t sn_first_call_at(const sn_build *b, int s)
 {
@@ -1116,8 +1125,8 @@ static int sn_fwdinfo_init(sn_build *b, sn_fwdinfo *f, int first, int last)
         const sn_trace_call *e = &t->calls[c];
         if (!sn_ok(e))
             continue;
-        int p = b->w.pos[c - b->w.call_lo];
-        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)p] == c;
+        int p;
+        int is_step = sn_call_step(b, c, &p);
         int fill = is_step && sn_filler(&b->w, p);
         const sn_trace_access *a = sn_acc(t, e);
         /* a kernel given one buffer the pass already wrote works on it in
@@ -1399,8 +1408,8 @@ static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
         const sn_trace_call *e = &t->calls[c];
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
-        int pos = b->w.pos[c - b->w.call_lo];
-        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)pos] == c;
+        int pos;
+        int is_step = sn_call_step(b, c, &pos);
         int l = is_step ? b->layer_of[pos] : b->data_layer;
         const sn_trace_access *a = sn_acc(t, e);
         for (int j = 0; j < e->nacc; j++) {
@@ -1486,8 +1495,8 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         const sn_trace_call *e = &t->calls[c];
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
-        int p = b->w.pos[c - b->w.call_lo];
-        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)p] == c;
+        int p;
+        int is_step = sn_call_step(b, c, &p);
         int l = is_step ? b->layer_of[p] : b->data_layer;
         const sn_trace_access *a = sn_acc(t, e);
         if (is_step && !f->init[p])
@@ -1522,8 +1531,8 @@ static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
         const sn_trace_call *e = &t->calls[c];
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
-        int pos = b->w.pos[c - b->w.call_lo];
-        int is_step = (e->flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)pos] == c;
+        int pos;
+        int is_step = sn_call_step(b, c, &pos);
         int l = is_step ? b->layer_of[pos] : b->data_layer;
         int fill = is_step && sn_filler(&b->w, pos);
         const sn_trace_access *a = sn_acc(t, e);
