@@ -76,4 +76,4 @@ static inline int sn_runtime_owner(int *entered)
         sn_core_free_end(rec, rc == SN_SUCCESS_##lib);                                   \
         return rc;                                                                       \
     }
-#include "shim/hooks.def"
+#include "common/hooks.def"

@@ -22,14 +22,14 @@
  * or cuBLAS hook it is that library's workspace; outside any hook it is the
  * framework's, made through the driver API or a statically linked runtime.
  */
-#include "shim/sn_hooks.h"
+#include "common/sn_hooks.h"
 
 #include <dlfcn.h>
 #include <string.h>
 
-#include "shim/sn_core.h"
+#include "core/sn_core.h"
 #include "shim/sn_wrap.h"
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 /* ---- the real dlsym ------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * on its own. The wrapper marks the thread as inside that library, so the
  * driver hooks account such allocations to the library, and forwards.
  */
-#include "shim/sn_hooks.h"
+#include "common/sn_hooks.h"
 
 #define SN_HOOK(lib, ret, name, params, args)
 #define SN_HOOK_PLAIN(lib, ret, name, params, args)                            \
@@ -17,4 +17,4 @@
         SN_SCOPE(SN_LIB_##lib);                                                \
         return real args;                                                      \
     }
-#include "shim/hooks.def"
+#include "common/hooks.def"

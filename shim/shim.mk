@@ -4,8 +4,8 @@
 
 TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_model.c \
               tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
-LIBSN_SRC := shim/sn_log.c shim/sn_options.c shim/sn_resolve.c shim/sn_init.c \
-             shim/sn_lock.c shim/sn_registry.c shim/sn_extent.c shim/sn_access.c shim/sn_describe.c shim/sn_core.c \
+LIBSN_SRC := common/sn_log.c common/sn_options.c common/sn_resolve.c shim/sn_init.c \
+             common/sn_lock.c core/sn_registry.c common/sn_extent.c core/sn_access.c shim/sn_describe.c core/sn_core.c \
              shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
              shim/hooks_cublas.c \
              $(TRACER_SRC)
@@ -28,19 +28,19 @@ $(BUILD)/tests/test_sn_passthrough: $(BUILD)/tests/test_sn_passthrough.o $(ALL_T
 TEST_BINS += $(BUILD)/tests/test_sn_passthrough
 TEST_SCRIPTS += tests/test_sn_preload.sh
 
-$(BUILD)/tests/test_sn_options: $(BUILD)/tests/test_sn_options.o $(BUILD)/shim/sn_options.o $(BUILD)/shim/sn_log.o
+$(BUILD)/tests/test_sn_options: $(BUILD)/tests/test_sn_options.o $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_options
 
-$(BUILD)/tests/test_sn_registry: $(BUILD)/tests/test_sn_registry.o $(BUILD)/shim/sn_registry.o $(BUILD)/shim/sn_extent.o \
-                                $(BUILD)/shim/sn_access.o
+$(BUILD)/tests/test_sn_registry: $(BUILD)/tests/test_sn_registry.o $(BUILD)/core/sn_registry.o $(BUILD)/common/sn_extent.o \
+                                $(BUILD)/core/sn_access.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
 
 TEST_BINS += $(BUILD)/tests/test_sn_registry
 TEST_SCRIPTS += tests/test_sn_trainer.sh
 
-$(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
+$(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
@@ -50,7 +50,7 @@ $(BUILD)/tests/sn_peak_rss: $(BUILD)/tests/sn_peak_rss.o
 	$(CC) -o $@ $< $(LDFLAGS)
 ALL_TARGETS += $(BUILD)/tests/sn_peak_rss
 
-$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/shim/sn_log.o
+$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_output
@@ -89,7 +89,7 @@ $(BUILD)/tests/sn_capture: $(BUILD)/tests/sn_capture.o $(SIM_LIBS)
 
 ALL_TARGETS += $(BUILD)/tests/sn_capture
 
-$(BUILD)/tests/test_sn_lock: $(BUILD)/tests/test_sn_lock.o $(BUILD)/shim/sn_lock.o $(BUILD)/shim/sn_log.o
+$(BUILD)/tests/test_sn_lock: $(BUILD)/tests/test_sn_lock.o $(BUILD)/common/sn_lock.o $(BUILD)/common/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
 
 TEST_BINS += $(BUILD)/tests/test_sn_lock

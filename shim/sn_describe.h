@@ -8,8 +8,8 @@
 #ifndef SN_DESCRIBE_H
 #define SN_DESCRIBE_H
 
-#include "shim/sn_hooks.h"
-#include "shim/sn_call.h"
+#include "common/sn_hooks.h"
+#include "common/sn_call.h"
 
 /* Descriptors and handles are read back once and cached per thread; any
  * change to a descriptor or a handle's stream or pointer mode (all of which

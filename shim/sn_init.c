@@ -15,14 +15,14 @@
  * writes no report (the parent's is the run's) and it touches none of the
  * parent's CUDA state (events, streams) that libsn holds.
  */
-#include "shim/sn_hooks.h"
+#include "common/sn_hooks.h"
 
 #include <pthread.h>
 #include <sched.h>
 
-#include "shim/sn_core.h"
-#include "shim/sn_log.h"
-#include "shim/sn_options.h"
+#include "core/sn_core.h"
+#include "common/sn_log.h"
+#include "common/sn_options.h"
 
 __thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
 int sn_init_state;

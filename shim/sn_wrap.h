@@ -11,8 +11,8 @@
 #ifndef SN_WRAP_H
 #define SN_WRAP_H
 
-#include "shim/sn_core.h"
-#include "shim/sn_hooks.h"
+#include "core/sn_core.h"
+#include "common/sn_hooks.h"
 
 #define SN_PROLOGUE(lib, name, args)                                           \
     sn_real_##name##_fn real = SN_REAL(name);                                  \

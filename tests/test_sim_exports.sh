@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every runtime and driver function libsn intercepts or calls (shim/hooks.def)
+# Every runtime and driver function libsn intercepts or calls (common/hooks.def)
 # must exist in the simulated libraries, or libsn's wrapper for it is never
 # exercised here: the runtime's under the real version node
 # (name@@libcudart.so.13) and under a name the real libcudart exports, the
 # driver's unversioned as in the real libcuda.so.1.
 . "$(dirname "$0")/lib.sh"
-hooks="$(dirname "$0")/../shim/hooks.def"
+hooks="$(dirname "$0")/../common/hooks.def"
 real_cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
 grep -oE 'SN_(HOOK|HOOK_PLAIN|HOOK_ALLOC|HOOK_FREE|REAL_ONLY)\((CUDART|CUDA), [^,]+, [A-Za-z0-9_]+' "$hooks" |
     sed -E 's/^SN_[A-Z_]+\(([A-Z]+), [^,]+, /\1 /' >"$tmp/hooks"
@@ -21,7 +21,7 @@ while read -r lib name; do
         grep -qx "$name" "$tmp/cuda" || missing="$missing $name"
     fi
 done <"$tmp/hooks"
-check "shim/hooks.def names runtime and driver functions ($(wc -l <"$tmp/hooks") of them)" \
+check "common/hooks.def names runtime and driver functions ($(wc -l <"$tmp/hooks") of them)" \
     "[ \$(wc -l <\"$tmp/hooks\") -gt 50 ]"
 check "every one is exported by the simulated libraries${missing:+ (missing:$missing)}" "[ -z \"$missing\" ]"
 check "the runtime's are names of the real libcudart.so.13${unreal:+ (not:$unreal)}" "[ -z \"$unreal\" ]"

@@ -1,5 +1,5 @@
 /*
- * test_sn_lock.c — the lock witness of the debug build (shim/sn_lock.h):
+ * test_sn_lock.c — the lock witness of the debug build (common/sn_lock.h):
  * locks taken in rank order pass and are tracked; a lock taken out of
  * order, twice, or a CUDA call made with a lock held ends the process with
  * SIGABRT and a libsn line naming the broken rule. Each violation runs in a
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "shim/sn_lock.h"
+#include "common/sn_lock.h"
 
 #ifdef SN_DEBUG
 static sn_lock reg = SN_LOCK_INITIALIZER(SN_RANK_REGISTRY);

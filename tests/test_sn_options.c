@@ -21,8 +21,8 @@
 
 #include "tests/test_capture.h"
 
-#include "shim/sn_log.h"
-#include "shim/sn_options.h"
+#include "common/sn_log.h"
+#include "common/sn_options.h"
 
 typedef struct env_pair {
     const char *name, *value;
@@ -496,7 +496,7 @@ static void test_docs_table(void **state)
         text[len] = 0;
         fclose(doc);
         if (!strstr(text, table))
-            fail_msg("%s does not carry the option table generated from shim/sn_options.def", docs[i]);
+            fail_msg("%s does not carry the option table generated from common/sn_options.def", docs[i]);
     }
     free(table);
 }

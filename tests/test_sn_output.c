@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 #include "tracer/sn_output.h"
 #include "tracer/sn_trace.h"
 

@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "shim/sn_call.h"
-#include "shim/sn_access.h"
-#include "shim/sn_registry.h"
+#include "common/sn_call.h"
+#include "core/sn_access.h"
+#include "core/sn_registry.h"
 
 static void test_lookup(void **state)
 {
@@ -171,14 +171,14 @@ static void test_call_ranges(void **state)
 }
 
 /* n allocations of 0x1000 bytes back to back from 0x100000, each with a
- * tracer id (user = id + 1). */
+ * tracer id (trace_id). */
 static void add_block(sn_registry *r, int n)
 {
     for (int i = 0; i < n; i++) {
         sn_alloc *a = sn_reg_add_locked(r, 0x100000 + 0x1000 * (uintptr_t)i, 0x1000, SN_KIND_MAPPING,
                                         SN_OWNER_FRAMEWORK, 0, NULL, NULL);
         assert_non_null(a);
-        a->user = (void *)(uintptr_t)(i + 1);
+        a->trace_id = (uint32_t)i;
     }
 }
 
@@ -277,7 +277,7 @@ static void test_access_allocation_without_record(void **state)
     sn_registry r;
     sn_reg_init(&r);
     add_block(&r, 2);
-    sn_reg_find_locked(&r, 0x101000)->user = NULL;
+    sn_reg_find_locked(&r, 0x101000)->trace_id = SN_NO_TRACE_ID;
     sn_call c;
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100000, 0x10, SN_READ);

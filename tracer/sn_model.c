@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 #include "tracer/sn_period.h"
 #include "tracer/sn_whatif.h"
 
@@ -27,13 +27,13 @@
 
 static const char *const sn_op_names[SN_OP_COUNT] = {
 #define SN_OP(id, name, phase, layer) [SN_OP_##id] = name,
-#include "tracer/sn_ops.def"
+#include "common/sn_ops.def"
 #undef SN_OP
 };
 
 static const char sn_op_phase[SN_OP_COUNT] = {
 #define SN_OP(id, name, phase, layer) [SN_OP_##id] = #phase[0],
-#include "tracer/sn_ops.def"
+#include "common/sn_ops.def"
 #undef SN_OP
 };
 
@@ -970,7 +970,7 @@ static void sn_model_totals(const sn_trace *t, sn_model *m)
     m->peak_asis = t->peak_bytes;
     m->live_bytes = t->live_bytes;
     m->unknown_ranges = t->unknown_ranges;
-    for (int o = 0; o < 5; o++) {
+    for (int o = 0; o < SN_OWNER_COUNT; o++) {
         m->alloc_count[o] = t->run.alloc_count[o];
         m->alloc_bytes[o] = t->run.alloc_bytes[o];
     }
@@ -2079,7 +2079,7 @@ int sn_model_build(const sn_trace *t, sn_model *m)
     for (int i = 0; i < m->ntensors; i++) {
         sn_model_tensor *mt = &m->tensors[i];
         int role;
-        if (mt->lib_owner == 3 || mt->lib_owner == 4 || !(fl[i] & F_NONSCRATCH))
+        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS || !(fl[i] & F_NONSCRATCH))
             role = SN_ROLE_WORKSPACE;
         else if (b.is_weight[mt->id])
             role = SN_ROLE_WEIGHT;
@@ -2099,7 +2099,7 @@ int sn_model_build(const sn_trace *t, sn_model *m)
             mt->producer = -1;
         m->role_count[role]++;
         m->role_bytes[role] += mt->bytes;
-        if (mt->lib_owner == 3 || mt->lib_owner == 4)
+        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS)
             m->library_bytes += mt->bytes;
     }
     sn_identity(&b, &wh);
@@ -2160,7 +2160,7 @@ int sn_model_build(const sn_trace *t, sn_model *m)
             uint64_t fixed = 0;
             for (size_t i = 0; i < t->recorded_tensors; i++) {
                 const sn_trace_tensor *x = &t->tensors[i];
-                if ((x->owner == 3 || x->owner == 4) && sn_trace_counts_memory(x->kind) &&
+                if ((x->owner == SN_OWNER_CUDNN || x->owner == SN_OWNER_CUBLAS) && sn_trace_counts_memory(x->kind) &&
                     x->alloc_call <= b.w.call_lo && (!x->freed || x->free_call >= b.w.call_hi) &&
                     c.tensor_map[i] < 0)
                     fixed += x->bytes;

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 /* Everything a writer needs: the devices seen (possibly none). */
 typedef struct sn_output_job {

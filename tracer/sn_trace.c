@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 #define SN_NO_TENSOR UINT32_MAX
 
@@ -83,7 +83,7 @@ static int sn_trace_over_cap(sn_trace *t, size_t more)
 
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site)
 {
-    if (owner >= 0 && owner < 5) {
+    if (owner >= 0 && owner < SN_OWNER_COUNT) {
         t->run.alloc_count[owner]++;
         t->run.alloc_bytes[owner] += bytes;
     }
@@ -237,7 +237,7 @@ int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to)
 {
     static const char phase[SN_OP_COUNT] = {
 #define SN_OP(id, name, ph, layer) [SN_OP_##id] = #ph[0],
-#include "tracer/sn_ops.def"
+#include "common/sn_ops.def"
 #undef SN_OP
     };
     /* the steps are the most recent ones: walk back from the end */

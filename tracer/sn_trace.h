@@ -27,7 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shim/sn_call.h"
+#include "common/sn_call.h"
+#include "common/sn_kinds.h"
 #include "tracer/sn_period.h"
 
 /* Default cap on the recorded log (calls, their accesses and shapes, and
@@ -97,7 +98,7 @@ typedef struct sn_trace_stats {
     uint64_t failed, opaque;         /* calls that failed; calls not seen through */
     uint64_t iterations;             /* FOLLOWING: iterations completed in the run */
     uint64_t off_sequence;           /* FOLLOWING: steps off the learned iteration */
-    uint64_t alloc_count[5], alloc_bytes[5];   /* allocations made, by owner */
+    uint64_t alloc_count[SN_OWNER_COUNT], alloc_bytes[SN_OWNER_COUNT];   /* allocations made, by owner */
 } sn_trace_stats;
 
 /* What sn_trace_call_add returns for a call it counted but did not log. */
@@ -155,7 +156,7 @@ size_t sn_trace_log_bytes(const sn_trace *t);
 /* Whether device memory of this kind counts toward the device's usage. */
 static inline int sn_trace_counts_memory(int kind)
 {
-    return kind == 1 || kind == 2 || kind == 8; /* device, managed, VMM mapping */
+    return (kind & SN_KIND_ANY_DEVICE) != 0;
 }
 
 /* 1 if the steps with step numbers [from, to) (counting compute steps

@@ -38,17 +38,17 @@ enum sn_lib { SN_LIB_NONE = 0, SN_LIB_CUDART, SN_LIB_CUDNN, SN_LIB_CUBLAS, SN_LI
 enum sn_hook_id {
 #define SN_HOOK(lib, ret, name, params, args) SN_HOOK_ID_##name,
 #define SN_REAL_ONLY(lib, ret, name, params, args) SN_HOOK_ID_##name,
-#include "shim/hooks.def"
+#include "common/hooks.def"
     SN_HOOK_COUNT
 };
 
 #define SN_HOOK(lib, ret, name, params, args) typedef ret (*sn_real_##name##_fn) params;
 #define SN_REAL_ONLY(lib, ret, name, params, args) typedef ret (*sn_real_##name##_fn) params;
-#include "shim/hooks.def"
+#include "common/hooks.def"
 
 #define SN_EXPORT __attribute__((visibility("default")))
 #define SN_HOOK(lib, ret, name, params, args) SN_EXPORT ret name params;
-#include "shim/hooks.def"
+#include "common/hooks.def"
 
 /* ---- real functions ------------------------------------------------------- */
 

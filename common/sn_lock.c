@@ -5,12 +5,12 @@
  * rank involved, and ends the process at once (abort), where a debugger or
  * the sanitizers' stack trace shows the path.
  */
-#include "shim/sn_lock.h"
+#include "common/sn_lock.h"
 
 #ifdef SN_DEBUG
 #include <stdlib.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 static __thread unsigned sn_held __attribute__((tls_model("initial-exec")));
 

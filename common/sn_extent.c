@@ -4,7 +4,7 @@
  * its own; overflow and nonsense arguments give 0 (nothing described)
  * rather than a huge range.
  */
-#include "shim/sn_call.h"
+#include "common/sn_call.h"
 
 uint64_t sn_extent_strided(int nd, const int *dim, const int *stride, unsigned elem_bytes)
 {

@@ -22,7 +22,7 @@ enum sn_access_mode {
 
 enum sn_op {
 #define SN_OP(id, name, phase, layer) SN_OP_##id,
-#include "tracer/sn_ops.def"
+#include "common/sn_ops.def"
 #undef SN_OP
     SN_OP_COUNT
 };

@@ -5,7 +5,7 @@
  * message emitted while formatting another (a libc path that ends in a hook
  * that logs). Such a nested message is dropped rather than risk re-entry.
  */
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 #include <errno.h>
 #include <stdio.h>

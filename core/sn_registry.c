@@ -4,7 +4,7 @@
  * the sorted array, which stays small (live allocations, thousands at most)
  * and is contiguous, so memmove beats a pointer-chasing tree here.
  */
-#include "shim/sn_registry.h"
+#include "core/sn_registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +168,7 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
     a->kind = kind;
     a->owner = owner;
     a->dev = dev;
+    a->trace_id = SN_NO_TRACE_ID;
     HASH_ADD(hh, r->by_base, base, sizeof a->base, a);
     size_t i = clear ? at : sn_reg_upper(r, base);
     memmove(&r->sorted[i + 1], &r->sorted[i], (r->count - i) * sizeof r->sorted[0]);

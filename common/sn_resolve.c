@@ -8,7 +8,7 @@
  * calling it would recurse. Entries missing at initialisation are retried
  * when first called, so libraries loaded later are still found.
  */
-#include "shim/sn_hooks.h"
+#include "common/sn_hooks.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 void *sn_real_slot[SN_HOOK_COUNT];
 
@@ -29,7 +29,7 @@ typedef struct sn_hook_info {
 static const sn_hook_info sn_hook_table[SN_HOOK_COUNT] = {
 #define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, (void *)name},
 #define SN_REAL_ONLY(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, NULL},
-#include "shim/hooks.def"
+#include "common/hooks.def"
 };
 
 static const char *const sn_lib_soname[SN_LIB_COUNT] = {

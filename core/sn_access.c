@@ -1,7 +1,7 @@
 /*
  * sn_access.c — ranges to per-allocation accesses (see sn_access.h).
  */
-#include "shim/sn_access.h"
+#include "core/sn_access.h"
 
 _Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &&
                    (int)SN_SCRATCH == (int)SN_ACC_SCRATCH,
@@ -23,11 +23,11 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
         }
         for (size_t j = 0; j < n; j++) {
             sn_alloc *a = hit[j];
-            if (!a->user) {
+            if (a->trace_id == SN_NO_TRACE_ID) {
                 res.incomplete = 1;
                 continue;
             }
-            uint32_t id = (uint32_t)((uintptr_t)a->user - 1);
+            uint32_t id = a->trace_id;
             uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH));
             if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
                 mode |= SN_ACC_KILL;

@@ -46,7 +46,7 @@ typedef sn_output_opt sn_opt_PATH;
 
 typedef struct sn_options {
 #define SN_OPTION(field, var, type, def, accepted, lo, hi, help) sn_opt_##type field;
-#include "shim/sn_options.def"
+#include "common/sn_options.def"
 #undef SN_OPTION
 } sn_options;
 

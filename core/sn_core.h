@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shim/sn_call.h"
-#include "shim/sn_registry.h"
+#include "common/sn_call.h"
+#include "core/sn_registry.h"
 
 /* Initialisation of the core (from sn_init_slow, mode != off). */
 void sn_core_init(void);

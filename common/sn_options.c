@@ -2,7 +2,7 @@
  * sn_options.c — parsing, checking and printing the SN_* table of
  * sn_options.def. Nothing here touches CUDA; it may run from a constructor.
  */
-#include "shim/sn_options.h"
+#include "common/sn_options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shim/sn_log.h"
+#include "common/sn_log.h"
 
 sn_options sn_opt;
 
@@ -353,7 +353,7 @@ int sn_options_check_outputs(sn_options *o, sn_option_problem *problems, int max
         sn_output_opt *opt;
     } outs[] = {
 #define SN_OPTION(field_, var_, type_, def_, accepted_, lo_, hi_, help_) SN_OUT_##type_(field_, var_)
-#include "shim/sn_options.def"
+#include "common/sn_options.def"
 #undef SN_OPTION
     };
     enum { NOUTS = sizeof outs / sizeof outs[0] };
@@ -401,7 +401,7 @@ typedef struct sn_option_info {
 
 static const sn_option_info sn_option_table[] = {
 #define SN_OPTION(field_, var_, type_, def_, accepted_, lo_, hi_, help_) {var_, #type_, def_, accepted_, help_},
-#include "shim/sn_options.def"
+#include "common/sn_options.def"
 #undef SN_OPTION
 };
 #define SN_OPTION_COUNT (sizeof sn_option_table / sizeof sn_option_table[0])
@@ -432,7 +432,7 @@ int sn_options_parse(sn_options *o, sn_option_lookup lookup, void *ctx,
                 abort(); /* a default that does not parse is a bug in the table */        \
         }                                                                                 \
     }
-#include "shim/sn_options.def"
+#include "common/sn_options.def"
 #undef SN_OPTION
     return bad;
 }

@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "shim/sn_call.h"
-#include "shim/sn_registry.h"
+#include "common/sn_call.h"
+#include "core/sn_registry.h"
 #include "tracer/sn_trace.h"
 
 /* Allocations one range may overlap before the result is incomplete. */
@@ -31,7 +31,7 @@ typedef struct sn_access_result {
 } sn_access_result;
 
 /* Resolves c's ranges into acc[0..cap). The tracer's id of an allocation is
- * its registry record's user field minus one (0: no record). */
+ * its registry record's trace_id (SN_NO_TRACE_ID: no record). */
 sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
                                           int cap);
 

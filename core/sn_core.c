@@ -12,7 +12,7 @@
  * of one of those calls is cleared from the runtime's last-error state so
  * the framework never sees an error it did not cause.
  */
-#include "shim/sn_core.h"
+#include "core/sn_core.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -23,11 +23,11 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "shim/sn_access.h"
-#include "shim/sn_hooks.h"
-#include "shim/sn_lock.h"
-#include "shim/sn_log.h"
-#include "shim/sn_options.h"
+#include "core/sn_access.h"
+#include "common/sn_hooks.h"
+#include "common/sn_lock.h"
+#include "common/sn_log.h"
+#include "common/sn_options.h"
 #include "tracer/sn_output.h"
 #include "tracer/sn_period.h"
 #include "tracer/sn_trace.h"
@@ -335,12 +335,12 @@ void sn_core_init(void)
 static void sn_on_stale(sn_alloc *a, void *ctx)
 {
     (void)ctx;
-    if (!a->user || a->dev < 0 || a->dev >= SN_MAX_DEVICES)
+    if (a->trace_id == SN_NO_TRACE_ID || a->dev < 0 || a->dev >= SN_MAX_DEVICES)
         return;
     sn_device *d = &sn_devs[a->dev];
     sn_lock_take(&d->lock);
     if (d->trace)
-        sn_trace_release(d->trace, (uint32_t)((uintptr_t)a->user - 1));
+        sn_trace_release(d->trace, a->trace_id);
     sn_lock_give(&d->lock);
 }
 
@@ -361,7 +361,7 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
         if (t) {
             uint32_t id = sn_trace_alloc(t, (uintptr_t)p, size, kind, owner, site);
             if (id != UINT32_MAX)
-                a->user = (void *)(uintptr_t)(id + 1);
+                a->trace_id = id;
         }
         sn_lock_give(&d->lock);
     }
@@ -397,7 +397,7 @@ void sn_core_free_end(sn_alloc *a, int ok)
         sn_alloc *back = sn_reg_add_locked(&sn_reg, a->base, a->size, a->kind, a->owner, a->dev,
                                            sn_on_stale, NULL);
         if (back)
-            back->user = a->user;
+            back->trace_id = a->trace_id;
         else
             sn_on_stale(a, NULL);
         sn_reg_recycle_locked(&sn_reg, a);

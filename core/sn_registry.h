@@ -38,22 +38,9 @@ static inline unsigned sn_reg_key_hash(const void *key, size_t len)
 #define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = sn_reg_key_hash((keyptr), (size_t)(keylen)))
 #include <uthash.h>
 
-enum sn_alloc_kind {
-    SN_KIND_DEVICE = 1,   /* cudaMalloc, cuMemAlloc, pitched, async */
-    SN_KIND_MANAGED = 2,  /* cudaMallocManaged */
-    SN_KIND_HOST = 4,     /* pinned host memory */
-    SN_KIND_MAPPING = 8,  /* a VMM range mapped with cuMemMap */
-};
-#define SN_KIND_ANY_DEVICE (SN_KIND_DEVICE | SN_KIND_MANAGED | SN_KIND_MAPPING)
-#define SN_KIND_ANY (SN_KIND_ANY_DEVICE | SN_KIND_HOST)
+#include "common/sn_kinds.h"
 
-enum sn_owner {
-    SN_OWNER_NONE = 0,
-    SN_OWNER_FRAMEWORK = 1,  /* through the runtime API */
-    SN_OWNER_DRIVER = 2,     /* through the driver API (or a static runtime) */
-    SN_OWNER_CUDNN = 3,      /* inside cuDNN, on its own behalf */
-    SN_OWNER_CUBLAS = 4,     /* inside cuBLAS, on its own behalf */
-};
+#define SN_NO_TRACE_ID UINT32_MAX
 
 typedef struct sn_alloc {
     uintptr_t base;
@@ -61,7 +48,8 @@ typedef struct sn_alloc {
     int kind;            /* enum sn_alloc_kind */
     int owner;           /* enum sn_owner */
     int dev;
-    void *user;          /* the tracer's record of this allocation */
+    uint32_t trace_id;   /* the tracer's record of this allocation, SN_NO_TRACE_ID if none */
+    void *managed;       /* the allocator's record, NULL when libsn does not own the memory */
     struct sn_alloc *next_spare;
     UT_hash_handle hh;
 } sn_alloc;
