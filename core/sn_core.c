@@ -23,6 +23,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "allocator/sn_arena.h"
 #include "core/sn_access.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
@@ -322,8 +323,6 @@ void sn_core_init(void)
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
         (void)sn_call_site();
         sn_core_ready = 1;
-        if (sn_opt.mode == SN_MODE_MANAGE)
-            sn_info("SN_MODE=manage: memory management is not part of this build; observing only");
     }
     sn_lock_give(&sn_reg_lock);
 }
@@ -344,7 +343,7 @@ static void sn_on_stale(sn_alloc *a, void *ctx)
     sn_lock_give(&d->lock);
 }
 
-void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
+void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn_arena_alloc *managed)
 {
     if (!p || !sn_core_ready)
         return;
@@ -354,6 +353,8 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev)
     sn_register_exit();
     sn_lock_take(&sn_reg_lock);
     sn_alloc *a = sn_reg_add_locked(&sn_reg, (uintptr_t)p, size, kind, owner, dev, sn_on_stale, NULL);
+    if (a)
+        a->managed = managed;
     if (a && kind != SN_KIND_HOST && dev >= 0 && dev < SN_MAX_DEVICES) {
         sn_device *d = &sn_devs[dev];
         sn_lock_take(&d->lock);
@@ -396,13 +397,78 @@ void sn_core_free_end(sn_alloc *a, int ok)
          * the allocation is still live, as it was. */
         sn_alloc *back = sn_reg_add_locked(&sn_reg, a->base, a->size, a->kind, a->owner, a->dev,
                                            sn_on_stale, NULL);
-        if (back)
+        if (back) {
             back->trace_id = a->trace_id;
+            back->managed = a->managed;
+        }
         else
             sn_on_stale(a, NULL);
         sn_reg_recycle_locked(&sn_reg, a);
     }
     sn_lock_give(&sn_reg_lock);
+}
+
+/* ---- manage mode: allocations ------------------------------------------------------ */
+
+static void sn_core_runtime_nomem(void);
+
+static int sn_managing(void)
+{
+    return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
+}
+
+static void sn_mib(char *out, size_t cap, uint64_t bytes)
+{
+    snprintf(out, cap, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
+{
+    if (!sn_managing() || kind != SN_KIND_DEVICE || !size)
+        return SN_CORE_FORWARD;
+    sn_arena *ar = sn_arena_of(dev);
+    if (!ar)
+        return SN_CORE_FORWARD;
+    int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].profiled, __ATOMIC_ACQUIRE);
+    sn_arena_alloc *rec = NULL;
+    int rc = sn_arena_alloc_bytes(ar, size, owner, early, addr, &rec);
+    if (rc == SN_ARENA_OK) {
+        sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
+        return SN_CORE_SERVED;
+    }
+    if (rc == SN_ARENA_PASS)
+        return SN_CORE_FORWARD;
+    if (owner == SN_OWNER_FRAMEWORK)
+        sn_core_runtime_nomem();
+    sn_manage_stats st;
+    sn_arena_stats(ar, &st);
+    char sz[32], bud[32], host[32];
+    sn_mib(sz, sizeof sz, size);
+    sn_mib(bud, sizeof bud, st.budget);
+    sn_mib(host, sizeof host, st.host_limit);
+    sn_warn("out of memory: device %d: an allocation of %s cannot be served: a block must fit SN_BUDGET "
+            "(%s), and everything allocated must fit the budget plus SN_HOST_LIMIT (%s); a budget of at "
+            "least %s would serve this allocation",
+            dev, sz, bud, host, sz);
+    return SN_CORE_NOMEM;
+}
+
+void sn_core_free_served(sn_alloc *a)
+{
+    sn_arena_free(a->managed);
+    a->managed = NULL;
+    sn_core_free_end(a, 1);
+}
+
+int sn_core_mem_info(int dev, size_t *free_bytes, size_t *total_bytes)
+{
+    if (!sn_managing())
+        return -1;
+    sn_arena *ar = sn_arena_of(dev);
+    if (!ar)
+        return -1;
+    sn_arena_mem_info(ar, free_bytes, total_bytes);
+    return 0;
 }
 
 int sn_core_pointer_kind(const void *p)
@@ -624,19 +690,104 @@ static int sn_stream_capturing(void *stream)
     return rc != cudaSuccess || status != cudaStreamCaptureStatusNone;
 }
 
-void sn_core_call_begin(sn_call *c, sn_step_token *t)
+static const char *const sn_op_names[] = {
+#define SN_OP(id, name, phase, layer) name,
+#include "common/sn_ops.def"
+#undef SN_OP
+};
+
+/* A failing runtime call leaves its error as the runtime's last error; a
+ * call libsn refuses must too, or a program that checks
+ * cudaGetLastError after a kernel launch would go on as if it ran. The
+ * real allocator refusing an impossible size sets exactly that error. */
+static void sn_core_runtime_nomem(void)
+{
+    sn_real_cudaMalloc_fn m = SN_REAL(cudaMalloc);
+    void *p = NULL;
+    sn_witness_cuda("cudaMalloc");
+    if (m)
+        m(&p, ~(size_t)0 >> 2);
+}
+
+/* Manage mode's half of a call: every managed allocation it may touch
+ * resident and current before it is forwarded (all of them for a call
+ * libsn cannot see through). The blocks are found under the registry's
+ * lock, while the allocations cannot go away; the arena then works with
+ * no core lock held. */
+static int sn_core_make_resident(sn_call *c, sn_step_token *t)
+{
+    sn_arena *ar = sn_arena_of(c->dev);
+    if (!ar)
+        return 0;
+    enum { SN_USES = SN_CALL_MAX_RANGES * 4, SN_PER_RANGE = 8 };
+    sn_arena_use uses[SN_USES];
+    size_t n = 0;
+    int all = (c->flags & SN_CALL_OPAQUE) != 0;
+    if (!all && c->nranges) {
+        sn_lock_take(&sn_reg_lock);
+        for (int r = 0; r < c->nranges && !all; r++) {
+            const sn_range *rg = &c->range[r];
+            sn_alloc *hit[SN_PER_RANGE];
+            size_t k = sn_reg_overlapping_locked(&sn_reg, rg->addr, rg->bytes, hit, SN_PER_RANGE);
+            if (k > SN_PER_RANGE) {
+                all = 1;  /* described as more, never less */
+                break;
+            }
+            for (size_t j = 0; j < k; j++) {
+                sn_alloc *a = hit[j];
+                if (!a->managed || a->dev != c->dev)
+                    continue;
+                if (n == SN_USES) {
+                    all = 1;
+                    break;
+                }
+                unsigned mode = rg->mode & (SN_READ | SN_WRITE);
+                if ((rg->mode & SN_OVERWRITE) && rg->addr <= a->base && rg->addr + rg->bytes >= a->base + a->size)
+                    mode |= SN_OVERWRITE;
+                if (rg->mode & SN_SCRATCH)
+                    mode |= SN_WRITE;
+                uses[n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), mode};
+            }
+        }
+        sn_lock_give(&sn_reg_lock);
+    }
+    if (!n && !all)
+        return 0;
+    uint64_t need = 0;
+    if (sn_arena_acquire(ar, uses, n, all, c->stream, &t->held, &need) == SN_ARENA_OK)
+        return 0;
+    t->held.ar = NULL;
+    sn_manage_stats st;
+    sn_arena_stats(ar, &st);
+    char ws[32], bud[32];
+    sn_mib(ws, sizeof ws, need);
+    sn_mib(bud, sizeof bud, st.budget);
+    const char *what = c->op >= 0 && c->op < SN_OP_COUNT ? sn_op_names[c->op] : "a call";
+    sn_warn("out of memory: device %d: %s%s needs %s resident at once (the memory it touches and the "
+            "libraries' own), more than SN_BUDGET (%s) can hold; SN_BUDGET=%lluM or more would run it",
+            c->dev, what, all ? " (which libsn cannot see through, so it needs everything)" : "", ws, bud,
+            (unsigned long long)((need + st.granularity + (1u << 20) - 1) >> 20));
+    if (sn_hook_lib(c->hook) == SN_LIB_CUDART)
+        sn_core_runtime_nomem();
+    return SN_CORE_NOMEM;
+}
+
+int sn_core_call_begin(sn_call *c, sn_step_token *t)
 {
     t->dev = c->dev;
     t->index = -1;
     t->timed = 0;
+    t->held.ar = NULL;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
-        return;
+        return 0;
+    if (sn_managing() && sn_core_make_resident(c, t) != 0)
+        return SN_CORE_NOMEM;
     /* While profiling, a step is timed with events on its stream; a call
      * being captured into a graph is neither timed nor logged. After the
      * profile nothing is recorded on the program's streams, and the
      * question is not worth its cost. */
     if (!__atomic_load_n(&sn_devs[c->dev].profiled, __ATOMIC_ACQUIRE) && sn_stream_capturing(c->stream))
-        return;
+        return 0;
     sn_register_exit();
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
     sn_device *d = &sn_devs[c->dev];
@@ -649,7 +800,7 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
     sn_trace *tr = sn_trace_of_locked(c->dev);
     if (!tr) {
         sn_lock_give(&d->lock);
-        return;
+        return 0;
     }
     tr->unknown_ranges += res.unknown;
     unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
@@ -662,7 +813,7 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
     if (t->index < 0 || d->origin_state == -1 || d->origin_state == 2 || d->profiled ||
         d->npending >= SN_MAX_PENDING) {
         sn_lock_give(&d->lock);
-        return;
+        return 0;
     }
     /* Time zero of the device: an event recorded before its first timed
      * step, on a non-blocking stream of libsn's own: on the legacy stream
@@ -684,23 +835,26 @@ void sn_core_call_begin(sn_call *c, sn_step_token *t)
         sn_lock_give(&d->lock);
         if (!ok) {
             sn_info("device %d: step timing unavailable (cannot record events)", c->dev);
-            return;
+            return 0;
         }
     }
     t->start = sn_event_get(d);
     t->stop = sn_event_get(d);
     if (t->start && t->stop && sn_record(t->start, c->stream) == 0) {
         t->timed = 1;
-        return;
+        return 0;
     }
     sn_lock_take(&d->lock);
     sn_event_put_locked(d, t->start);
     sn_event_put_locked(d, t->stop);
     sn_lock_give(&d->lock);
+    return 0;
 }
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
+    if (t->held.ar)
+        sn_arena_release(&t->held);
     /* An untimed step that succeeded is complete as counted. */
     if ((t->index < 0 && t->index != SN_TRACE_UNRECORDED) || (!t->timed && ok))
         return;
@@ -774,8 +928,14 @@ static void sn_harvest(int dev, void *stream, int all)
 
 void sn_core_host_synced(int dev, void *stream, int all_streams)
 {
-    if (sn_core_ready)
-        sn_harvest(dev, stream, all_streams);
+    if (!sn_core_ready)
+        return;
+    if (all_streams && sn_managing()) {
+        sn_arena *ar = sn_arena_of(dev);
+        if (ar)
+            sn_arena_device_synced(ar);
+    }
+    sn_harvest(dev, stream, all_streams);
 }
 
 void sn_core_event_synced(int dev, void *event)
@@ -916,8 +1076,12 @@ static void sn_finish(int cuda_usable)
     sn_trace *traces[SN_MAX_DEVICES];
     int n = 0;
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
-        if (sn_devs[dev].trace && sn_devs[dev].trace->run.calls)
+        if (sn_devs[dev].trace && sn_devs[dev].trace->run.calls) {
+            sn_arena *ar = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready ? sn_arena_peek(dev) : NULL;
+            if (ar)
+                sn_arena_stats(ar, &sn_devs[dev].trace->manage);
             traces[n++] = sn_devs[dev].trace;
+        }
     char unseen[768] = "";
     if (!n)
         sn_describe_unseen_locked(unseen, sizeof unseen);

@@ -15,14 +15,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocator/sn_arena.h"
 #include "common/sn_call.h"
+#include "common/sn_stats.h"
 #include "core/sn_registry.h"
 
 /* Initialisation of the core (from sn_init_slow, mode != off). */
 void sn_core_init(void);
 
-/* A successful allocation of size bytes at p (kind: enum sn_alloc_kind). */
-void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev);
+/* A successful allocation of size bytes at p (kind: enum sn_alloc_kind;
+ * managed: the arena's record when libsn served it, else NULL). */
+void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn_arena_alloc *managed);
+
+/* The decision point of a device allocation, before any real call: in
+ * manage mode the arena serves it (SN_CORE_SERVED, *addr set and recorded)
+ * or it does not fit (SN_CORE_NOMEM, one libsn: line said why); otherwise
+ * SN_CORE_FORWARD: the wrapper calls the real function. */
+enum { SN_CORE_FORWARD = 0, SN_CORE_SERVED = 1, SN_CORE_NOMEM = 2 };
+int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr);
+/* Frees an allocation the arena served (its record from sn_core_free_begin). */
+void sn_core_free_served(sn_alloc *a);
+/* The budget view of device memory in manage mode; 0 when it applies. */
+int sn_core_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
 /* Freeing p (a free, a cuMemUnmap), in two halves around the real call:
  * begin takes p's record (a known allocation of a kind in kinds, else NULL)
  * out of the registry, end forgets it (ok) or puts it back (the real call
@@ -55,8 +69,14 @@ typedef struct sn_step_token {
     int64_t index;     /* position in the device's call log, -1 if not recorded */
     int timed;         /* start was recorded; stop is recorded at the end */
     void *start, *stop;
+    sn_arena_ticket held;  /* manage mode: what the call pinned resident */
 } sn_step_token;
-void sn_core_call_begin(sn_call *c, sn_step_token *t);
+/* Returns 0, or SN_CORE_NOMEM when manage mode cannot make the call's
+ * working set resident within the budget: the wrapper then returns its
+ * library's out-of-memory status without forwarding (and without
+ * sn_core_call_end); a runtime call also leaves that error as the
+ * runtime's last error, as a failing runtime call does. */
+int sn_core_call_begin(sn_call *c, sn_step_token *t);
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
 
 /* The host has waited for stream (or, all_streams, the whole device):

@@ -12,6 +12,11 @@
  * is the framework's, made through the driver API. A free takes its record
  * out of the registry before the real call (sn_core_free_begin), so that a
  * racing allocation of the same address keeps its own.
+ *
+ * In manage mode a device allocation first goes to the core
+ * (sn_core_alloc), which serves it from libsn's arena or says it does not
+ * fit; only what the arena does not take reaches the real function. A free
+ * of memory the arena served never reaches the real function either.
  */
 #include "shim/sn_wrap.h"
 
@@ -44,9 +49,12 @@ static inline int sn_runtime_owner(int *entered)
 #define SN_SUCCESS_CUDART cudaSuccess
 #define SN_SUCCESS_CUDA CUDA_SUCCESS
 
+#define SN_NOMEM_CUDART cudaErrorMemoryAllocation
+#define SN_NOMEM_CUDA CUDA_ERROR_OUT_OF_MEMORY
+
 #define SN_HOOK(lib, ret, name, params, args)
 #define SN_HOOK_PLAIN(lib, ret, name, params, args)
-#define SN_HOOK_ALLOC(lib, ret, name, params, args, out, bytes, kind)                    \
+#define SN_HOOK_ALLOC(lib, ret, name, params, args, out, bytes, kind, want)               \
     SN_EXPORT ret name params                                                            \
     {                                                                                    \
         sn_real_##name##_fn real = SN_REAL(name);                                        \
@@ -56,10 +64,20 @@ static inline int sn_runtime_owner(int *entered)
         int owner = SN_OWNER_OF_##lib(&sn_scope_.entered);                               \
         if (owner == SN_OWNER_NONE)                                                      \
             return real args;                                                            \
+        if ((want) && (out)) {                                                           \
+            uintptr_t served = 0;                                                        \
+            int how = sn_core_alloc((want), (kind), owner, sn_current_device(), &served); \
+            if (how == SN_CORE_SERVED) {                                                 \
+                *(out) = (__typeof__(*(out)))served;                                     \
+                return SN_SUCCESS_##lib;                                                 \
+            }                                                                            \
+            if (how == SN_CORE_NOMEM)                                                    \
+                return SN_NOMEM_##lib;                                                   \
+        }                                                                                \
         ret rc = real args;                                                              \
         if (rc == SN_SUCCESS_##lib && (out))                                             \
             sn_core_note_alloc((void *)(uintptr_t) * (out), (bytes), (kind), owner,      \
-                               sn_current_device());                                     \
+                               sn_current_device(), NULL);                               \
         return rc;                                                                       \
     }
 #define SN_HOOK_FREE(lib, ret, name, params, args, ptr, kinds)                           \
@@ -72,6 +90,10 @@ static inline int sn_runtime_owner(int *entered)
         if (SN_OWNER_OF_##lib(&sn_scope_.entered) == SN_OWNER_NONE)                      \
             return real args;                                                            \
         sn_alloc *rec = sn_core_free_begin((void *)(uintptr_t)(ptr), (kinds));           \
+        if (rec && rec->managed) {                                                       \
+            sn_core_free_served(rec);                                                    \
+            return SN_SUCCESS_##lib;                                                     \
+        }                                                                                \
         ret rc = real args;                                                              \
         sn_core_free_end(rec, rc == SN_SUCCESS_##lib);                                   \
         return rc;                                                                       \

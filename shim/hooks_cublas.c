@@ -13,7 +13,7 @@
     sn_call c;                                                                 \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_blas_stream(handle));
 
-#define SN_BLAS_END(args) SN_FORWARD_STEP(&c, cublasStatus_t, CUBLAS_STATUS_SUCCESS, args)
+#define SN_BLAS_END(args) SN_FORWARD_STEP(&c, cublasStatus_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, args)
 
 static void sn_matrix(sn_call *c, const void *p, cublasOperation_t op, long rows, long cols, long ld,
                       unsigned mode)

@@ -17,6 +17,8 @@
 SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {
     SN_PROLOGUE(CUDART, cudaMemGetInfo, (free, total))
+    if (sn_core_mem_info(sn_current_device(), free, total) == 0)
+        return cudaSuccess;
     cudaError_t rc = real(free, total);
     return rc;
 }
@@ -84,7 +86,8 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         c.flags |= SN_CALL_HOST_SYNC;
     sn_describe_copy2d(&c, dst, dpitch, src, spitch, width, height);
     sn_step_token t;
-    sn_core_call_begin(&c, &t);
+    if (sn_core_call_begin(&c, &t) != 0)
+        return cudaErrorMemoryAllocation;
     rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
                    : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
     sn_core_call_end(&c, &t, rc == cudaSuccess);
@@ -107,7 +110,8 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
         sn_step_token t;                                                                       \
-        sn_core_call_begin(&c, &t);                                                            \
+        if (sn_core_call_begin(&c, &t) != 0)                                                   \
+            return cudaErrorMemoryAllocation;                                                  \
         cudaError_t rc = real(dst, src, count, kind);                                          \
         sn_core_call_end(&c, &t, rc == cudaSuccess);                                           \
         if (rc == cudaSuccess)                                                                 \
@@ -131,7 +135,7 @@ SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), stream);                  \
         sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
-        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, src, count, kind, stream));        \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, src, count, kind, stream));        \
     }
 
 SN_MEMCPY_ASYNC(cudaMemcpyAsync)
@@ -180,7 +184,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeer, SN_OP_MEMCPY_D2D, dstDevice, NULL);
     c.flags |= SN_CALL_HOST_SYNC;
     sn_describe_copy2d(&c, dst, count, src, count, count, 1);
-    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, dstDevice, src, srcDevice, count));
+    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count));
 }
 
 SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
@@ -190,7 +194,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
     sn_call c;
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeerAsync, SN_OP_MEMCPY_D2D, dstDevice, stream);
     sn_describe_copy2d(&c, dst, count, src, count, count, 1);
-    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (dst, dstDevice, src, srcDevice, count, stream));
+    SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count, stream));
 }
 
 static void sn_describe_set2d(sn_call *c, void *p, size_t pitch, int value, size_t width,
@@ -211,7 +215,7 @@ static void sn_describe_set2d(sn_call *c, void *p, size_t pitch, int value, size
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
         sn_describe_set2d(&c, p, pitch, value, width, height);                                 \
-        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, args);                                   \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, args);                                   \
     }
 
 /* cudaMemset and cudaMemset2D are asynchronous to the host (CUDA's API
@@ -380,7 +384,7 @@ static void sn_describe_launch(sn_call *c, const void *func, dim3 grid, dim3 blo
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), stream);        \
         sn_describe_launch(&c, (const void *)funcname, gridDim, blockDim, args, sharedMem);    \
-        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess,                                          \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation,                                          \
                         (funcname, gridDim, blockDim, args, sharedMem, stream));               \
     }
 
@@ -403,7 +407,7 @@ SN_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, func)
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), config->stream); \
         sn_describe_launch(&c, func, config->gridDim, config->blockDim, args,                  \
                            config->dynamicSmemBytes);                                          \
-        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (config, func, args));                   \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (config, func, args));                   \
     }
 
 SN_LAUNCH_EX(cudaLaunchKernelExC)
@@ -417,7 +421,7 @@ SN_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), stream); \
         c.flags |= SN_CALL_OPAQUE;                                             \
         c.params = sn_hash_mix(0, (uint64_t)(uintptr_t)graphExec);             \
-        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, (graphExec, stream));    \
+        SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (graphExec, stream));    \
     }
 SN_GRAPH_LAUNCH(cudaGraphLaunch)
 SN_GRAPH_LAUNCH(cudaGraphLaunch_ptsz)

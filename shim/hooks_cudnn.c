@@ -58,7 +58,7 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
     sn_call c;                                                                 \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle));
 
-#define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, args)
+#define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 
 static void sn_workspace(sn_call *c, void *ws, size_t bytes)
 {
@@ -449,6 +449,25 @@ SN_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(
                 epsilon, savedMean, savedInvVariance));
 }
 
+/* The generator states a dropout descriptor holds: read and advanced by
+ * every dropout call, though no argument of the call names them. Unknown
+ * states make the call opaque. */
+static void sn_dropout_states(sn_call *c, cudnnHandle_t handle, cudnnDropoutDescriptor_t desc)
+{
+    sn_real_cudnnGetDropoutDescriptor_fn get = SN_REAL(cudnnGetDropoutDescriptor);
+    sn_real_cudnnDropoutGetStatesSize_fn size = SN_REAL(cudnnDropoutGetStatesSize);
+    float p = 0;
+    void *states = NULL;
+    unsigned long long seed = 0;
+    size_t bytes = 0;
+    if (!get || !size || get(desc, handle, &p, &states, &seed) != CUDNN_STATUS_SUCCESS ||
+        size(handle, &bytes) != CUDNN_STATUS_SUCCESS) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    sn_call_range(c, states, bytes, SN_READ | SN_WRITE);
+}
+
 SN_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle,
                                             const cudnnDropoutDescriptor_t dropoutDesc,
                                             const cudnnTensorDescriptor_t xdesc, const void *x,
@@ -461,6 +480,7 @@ SN_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle,
     static const float zero = 0.0f;
     sn_dnn_output(&c, ydesc, y, &zero);
     sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_WRITE | SN_OVERWRITE);
+    sn_dropout_states(&c, handle, dropoutDesc);
     SN_DNN_END((handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes));
 }
 
@@ -476,6 +496,7 @@ SN_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle,
     static const float zero = 0.0f;
     sn_dnn_output(&c, dxdesc, dx, &zero);
     sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_READ);
+    sn_dropout_states(&c, handle, dropoutDesc);
     SN_DNN_END((handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes));
 }
 

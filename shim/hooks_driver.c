@@ -302,7 +302,7 @@ SN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size, offset, handle, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
-        sn_core_note_alloc((void *)(uintptr_t)ptr, size, SN_KIND_MAPPING, owner, sn_current_device());
+        sn_core_note_alloc((void *)(uintptr_t)ptr, size, SN_KIND_MAPPING, owner, sn_current_device(), NULL);
     return rc;
 }
 
@@ -345,4 +345,18 @@ SN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
         sn_core_note_reserve_free((void *)(uintptr_t)ptr);
     return rc;
+}
+
+/* Free and total memory: in manage mode the budget's view (see
+ * sn_core_mem_info), for programs that size themselves by it. */
+SN_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    sn_real_cuMemGetInfo_v2_fn real = SN_REAL(cuMemGetInfo_v2);
+    if (!real)
+        return SN_MISSING(CUDA, cuMemGetInfo_v2);
+    SN_SCOPE_LATER();
+    if (sn_driver_owner(&sn_scope_.entered) != SN_OWNER_NONE &&
+        sn_core_mem_info(sn_current_device(), free, total) == 0)
+        return CUDA_SUCCESS;
+    return real(free, total);
 }

@@ -4,9 +4,11 @@
  *   SN_PROLOGUE(LIB, name, (args))   real pointer, missing symbol, the scoped
  *                                    entry (left on every return path),
  *                                    pass-through
- *   SN_FORWARD_STEP(&call, status_type, success, (args))
- *                                    records the call around the real one,
- *                                    returns its status
+ *   SN_FORWARD_STEP(&call, status_type, success, nomem, (args))
+ *                                    makes its memory resident (manage mode)
+ *                                    and records the call around the real
+ *                                    one, returns its status (nomem when
+ *                                    its working set does not fit)
  */
 #ifndef SN_WRAP_H
 #define SN_WRAP_H
@@ -22,10 +24,11 @@
     if (!sn_scope_.entered)                                                    \
         return real args;
 
-#define SN_FORWARD_STEP(callp, type, success, args)                            \
+#define SN_FORWARD_STEP(callp, type, success, nomem, args)                     \
     do {                                                                       \
         sn_step_token tok_;                                                    \
-        sn_core_call_begin((callp), &tok_);                                    \
+        if (sn_core_call_begin((callp), &tok_) != 0)                           \
+            return (nomem);                                                    \
         type rc_ = real args;                                                  \
         sn_core_call_end((callp), &tok_, rc_ == (success));                    \
         return rc_;                                                            \

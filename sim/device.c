@@ -35,6 +35,8 @@
 
 #include "sim/simint.h"
 
+size_t simgpu_granularity = (size_t)2 << 20;
+
 /* Figures and their sources: README.md, "Device profiles"; conv_eff is
  * fitted to published timings (docs/sim-cudnn.md, "Calibration"). */
 static const simgpu_profile k_profiles[] = {
@@ -192,6 +194,14 @@ static void do_init(void)
             g_sim.hazards = 1;
         else if (strcmp(hz, "fatal") != 0)
             simgpu_log("SIMGPU_HAZARDS=%s not understood (fatal, warn, off); using fatal", hz);
+    }
+    const char *gr = getenv("SIMGPU_GRANULARITY");
+    if (gr && *gr) {
+        size_t v = parse_size(gr);
+        if (v < ((size_t)64 << 10) || v > ((size_t)2 << 20) || (v & (v - 1)))
+            simgpu_log("SIMGPU_GRANULARITY=%s not understood (a power of two from 64K to 2M); using 2M", gr);
+        else
+            simgpu_granularity = v;
     }
     size_t cap = p->mem_bytes;
     const char *m = getenv("SIMGPU_MEM");

@@ -23,7 +23,11 @@
 #include <cuda.h>
 
 #define SIMGPU_MAX_DEVICES 8
-#define SIMGPU_GRANULARITY ((size_t)2 << 20) /* VMM allocation granularity */
+/* VMM allocation granularity: 2 MiB as on NVIDIA GPUs; SIMGPU_GRANULARITY
+ * (a power of two from 64K to 2M) makes it finer, so that tests can move
+ * small tensors one by one. Set once, before the first device exists. */
+extern size_t simgpu_granularity;
+#define SIMGPU_GRANULARITY simgpu_granularity
 #define SIMGPU_PITCH_ALIGN 512                 /* row alignment of pitched allocations */
 
 /* Performance profile of one simulated GPU model; figures and their sources

@@ -29,3 +29,4 @@ $(BUILD)/tests/test_sn_sim_apis: $(BUILD)/tests/test_sn_sim_apis.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -lcmocka -ldl
 TEST_BINS += $(BUILD)/tests/test_sn_sim_apis
 TEST_SCRIPTS += tests/test_sn_sim_apis.sh
+TEST_SCRIPTS += tests/test_sn_manage.sh

@@ -87,6 +87,37 @@ static void layer_counts(const sn_model *m, char *buf, size_t cap)
     }
 }
 
+static void text_manage(FILE *f, const sn_manage_stats *s)
+{
+    if (!s->active)
+        return;
+    char budget[32];
+    budget_text(budget, sizeof budget, s->budget);
+    fprintf(f, "manage       %s arena, budget %.1f MiB (SN_BUDGET=%s), granule %.0f KiB, host limit %.1f GiB\n",
+            s->backing ? s->backing : "?", mib(s->budget), budget, (double)s->granularity / 1024.0,
+            (double)s->host_limit / (1024.0 * 1024.0 * 1024.0));
+    fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB, granule rounding %.1f MiB\n",
+            (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated), mib(s->rounding));
+    fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles; library memory kept resident %.1f MiB\n",
+            mib(s->peak_resident), mib(s->peak_physical), mib(s->pinned_library));
+    fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
+            (unsigned long long)s->swap_in, mib(s->swap_in_bytes), (unsigned long long)s->swap_out,
+            mib(s->swap_out_bytes), mib(s->host_peak));
+    fprintf(f, "  evictions          %llu: %llu clean (host copy current, nothing written back), %llu freed (dead)\n",
+            (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
+            (unsigned long long)s->freed_drops);
+    fprintf(f, "  dead on arrival    %llu blocks mapped for a call that overwrites them whole (nothing copied in)\n",
+            (unsigned long long)s->dead_loads);
+    fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs\n",
+            (unsigned long long)s->fences, (unsigned long long)s->host_waits);
+    char need[32];
+    budget_text(need, sizeof need, s->largest_need + s->granularity);
+    fprintf(f, "  smallest budget    largest working set %.1f MiB (with library memory): SN_BUDGET=%s measured feasible\n",
+            mib(s->largest_need), need);
+    fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
+            (unsigned long long)s->oom_allocs);
+}
+
 static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
 {
     fprintf(f, "== device %d ==\n", m->dev);
@@ -98,6 +129,7 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
             (unsigned long long)m->alloc_count[2], mib(m->alloc_bytes[2]),
             (unsigned long long)m->alloc_count[3], mib(m->alloc_bytes[3]),
             (unsigned long long)m->alloc_count[4], mib(m->alloc_bytes[4]));
+    text_manage(f, &t->manage);
     if (!m->found) {
         /* no layers, tables or budget from a period that is not a whole
          * iteration: only the facts about allocations */
@@ -260,10 +292,37 @@ void sn_report_text(FILE *f, const sn_trace *const *t, const sn_model *m, int n,
 
 /* ---- JSON --------------------------------------------------------------------- */
 
+static void json_manage(FILE *f, const sn_manage_stats *s)
+{
+    if (!s->active)
+        return;
+    fprintf(f, "\"manage\":{\"backing\":\"%s\",\"budget\":%llu,\"granularity\":%llu,\"host_limit\":%llu,"
+               "\"allocs\":%llu,\"alloc_bytes\":%llu,\"peak_allocated\":%llu,\"rounding\":%llu,"
+               "\"peak_resident\":%llu,\"peak_physical\":%llu,\"library_resident\":%llu,"
+               "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
+               "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
+               "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
+               "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu},",
+            s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
+            (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
+            (unsigned long long)s->peak_allocated, (unsigned long long)s->rounding,
+            (unsigned long long)s->peak_resident, (unsigned long long)s->peak_physical,
+            (unsigned long long)s->pinned_library, (unsigned long long)s->swap_in,
+            (unsigned long long)s->swap_in_bytes, (unsigned long long)s->swap_out,
+            (unsigned long long)s->swap_out_bytes, (unsigned long long)s->host_peak,
+            (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
+            (unsigned long long)s->freed_drops, (unsigned long long)s->dead_loads,
+            (unsigned long long)s->fences, (unsigned long long)s->host_waits,
+            (unsigned long long)s->largest_need,
+            (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
+            (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs);
+}
+
 static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
 {
     fprintf(f, "{\"device\":%d,\"calls\":%zu,\"steps\":%zu,\"transfers\":%zu,", m->dev, m->ncalls,
             m->nsteps_total, m->ntransfers);
+    json_manage(f, &t->manage);
     fprintf(f, "\"allocations\":{");
     static const char *const owners[] = {"runtime", "driver", "cudnn", "cublas"};
     for (int o = 1; o <= 4; o++)

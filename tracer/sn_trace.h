@@ -29,6 +29,7 @@
 
 #include "common/sn_call.h"
 #include "common/sn_kinds.h"
+#include "common/sn_stats.h"
 #include "tracer/sn_period.h"
 
 /* Default cap on the recorded log (calls, their accesses and shapes, and
@@ -106,6 +107,7 @@ typedef struct sn_trace_stats {
 
 typedef struct sn_trace {
     int dev;
+    sn_manage_stats manage;            /* what manage mode did (filled at exit) */
     int state;                         /* enum sn_trace_state */
     size_t max_bytes;                  /* cap on the recorded log */
     sn_trace_tensor *tensors;

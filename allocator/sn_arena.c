@@ -1,0 +1,1181 @@
+/*
+ * sn_arena.c — manage mode's address arena, physical memory, host copies
+ * and demand residency for one device (see sn_arena.h for the model).
+ *
+ * A call's residency is decided under the arena's lock in one pass (pin
+ * the blocks it uses, find which are missing, choose victims by least
+ * recent use, reserve the physical bytes), then carried out with no lock
+ * held: a fence (an event on every stream the framework used, waited for
+ * by libsn's copy stream), copies out of the victims that hold the only
+ * current copy of their contents, one host wait on the copy stream, the
+ * unmaps, the maps, the copies in and an event the call's stream waits
+ * for. The blocks being moved are busy meanwhile; another thread that
+ * needs one waits on the arena's condition variable.
+ *
+ * Physical handles are whole blocks: a victim's handle goes straight to a
+ * missing block of the same size, or to the cache of free handles; cached
+ * handles are released only when the budget needs their bytes. Freed
+ * blocks keep their addresses and mappings and are handed to the next
+ * allocation of their size (iterations repeat sizes), so a framework that
+ * allocates every tensor anew each iteration maps nothing in steady state.
+ */
+#include "allocator/sn_arena.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocator/sn_stage.h"
+#include "common/sn_call.h"
+#include "common/sn_hooks.h"
+#include "common/sn_kinds.h"
+#include "common/sn_lock.h"
+#include "common/sn_log.h"
+#include "common/sn_options.h"
+
+#define SN_ARENA_MAX_STREAMS 16
+#define SN_ALIGN 256
+
+typedef struct sn_block {
+    uintptr_t va;
+    uint64_t size;
+    CUmemGenericAllocationHandle handle;  /* valid while resident */
+    void *host;              /* pinned host copy (size bytes), NULL if none */
+    uint64_t last_use;       /* LRU stamp */
+    uint64_t mark;           /* stamp of the call collecting it */
+    cudaEvent_t load_ev;     /* the copy that brought it in, if one did */
+    void *load_waited;       /* the stream that already waits for load_ev */
+    uint64_t load_stamp;     /* when it was loaded (load_ev done after a device sync past it) */
+    size_t index;            /* position in the arena's block array */
+    int pins;
+    unsigned call_mode;      /* how the collecting call uses it */
+    unsigned resident : 1;
+    unsigned busy : 1;       /* a thread is moving it */
+    unsigned dirty : 1;      /* the device holds the only current copy */
+    unsigned host_valid : 1; /* host holds a current copy */
+    unsigned shared : 1;     /* small allocations share it */
+    unsigned library : 1;    /* cuDNN's or cuBLAS's own: kept resident */
+    unsigned is_free : 1;    /* no live allocation: on the free list */
+    unsigned cls : 1;        /* shared blocks: 0 early (long-lived), 1 per iteration */
+    uint32_t nlive;          /* live allocations in it */
+    uint64_t bump;           /* shared blocks: next free offset */
+    struct sn_block *next_free;  /* free list of its size */
+} sn_block;
+
+struct sn_arena_alloc {
+    sn_block *b;
+    uint64_t off, size;
+};
+
+typedef struct sn_hcache {
+    uint64_t size;
+    CUmemGenericAllocationHandle h;
+} sn_hcache;
+
+typedef struct sn_freelist {
+    uint64_t size;
+    sn_block *head;
+} sn_freelist;
+
+struct sn_arena {
+    sn_lock lock;
+    pthread_cond_t cond;
+    int dev;
+    uint64_t gran, budget, total;
+    CUmemAllocationProp prop;
+    CUmemAccessDesc access;
+    cudaStream_t copy_stream;
+    /* address space: the current reservation, bump-allocated */
+    uintptr_t va_cur, va_end;
+    uint64_t va_chunk;
+    /* blocks */
+    sn_block **blocks;
+    size_t nblocks, cap_blocks;
+    sn_freelist *free_lists;  /* by block size */
+    size_t nfree_lists, cap_free_lists;
+    sn_block *open[2];        /* shared block being filled, per class */
+    uint64_t clock;           /* LRU clock */
+    uint64_t synced_stamp;    /* everything used at or before it is complete */
+    uint64_t phys_bytes;      /* handles held: mapped + cached */
+    uint64_t resident_bytes;  /* mapped */
+    uint64_t allocated;       /* bytes the framework holds (as asked) */
+    uint64_t held;            /* bytes of blocks with live allocations */
+    uint64_t library_bytes;
+    sn_hcache *hcache;
+    size_t nh, cap_h;
+    void *streams[SN_ARENA_MAX_STREAMS];
+    int nstreams, streams_overflow;
+    cudaEvent_t *ev_spare;
+    size_t nev, cap_ev;
+    int waiters;
+    sn_stage stage;
+    sn_manage_stats st;
+};
+
+/* ---- CUDA calls of the arena's own (no lock held) ------------------------------ */
+
+static void sn_arena_quiet(cudaError_t rc)
+{
+    if (rc != cudaSuccess) {
+        sn_real_cudaGetLastError_fn get = SN_REAL(cudaGetLastError);
+        if (get)
+            get();
+    }
+}
+
+static cudaEvent_t sn_arena_event(sn_arena *ar)
+{
+    cudaEvent_t e = NULL;
+    sn_lock_take(&ar->lock);
+    if (ar->nev)
+        e = ar->ev_spare[--ar->nev];
+    sn_lock_give(&ar->lock);
+    if (e)
+        return e;
+    sn_witness_cuda("cudaEventCreateWithFlags");
+    cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, cudaEventDisableTiming);
+    sn_arena_quiet(rc);
+    return rc == cudaSuccess ? e : NULL;
+}
+
+static void sn_arena_event_put_locked(sn_arena *ar, cudaEvent_t e)
+{
+    if (!e)
+        return;
+    if (ar->nev == ar->cap_ev) {
+        size_t cap = ar->cap_ev ? ar->cap_ev * 2 : 64;
+        cudaEvent_t *p = realloc(ar->ev_spare, cap * sizeof *p);
+        if (!p)
+            return;  /* leaks one event: harmless */
+        ar->ev_spare = p;
+        ar->cap_ev = cap;
+    }
+    ar->ev_spare[ar->nev++] = e;
+}
+
+/* ---- set-up ------------------------------------------------------------------------ */
+
+static sn_arena *sn_arenas[SN_MAX_DEVICES];
+static int sn_arena_state[SN_MAX_DEVICES];  /* 0 unset, 1 being set up, 2 ready, -1 unavailable */
+
+static uint64_t sn_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static int sn_arena_reserve(sn_arena *ar, uint64_t bytes)
+{
+    CUdeviceptr p = 0;
+    sn_witness_cuda("cuMemAddressReserve");
+    CUresult rc = SN_REAL(cuMemAddressReserve)(&p, bytes, ar->gran, 0, 0);
+    if (rc != CUDA_SUCCESS)
+        return -1;
+    ar->va_cur = (uintptr_t)p;
+    ar->va_end = (uintptr_t)p + bytes;
+    return 0;
+}
+
+static sn_arena *sn_arena_create(int dev)
+{
+    sn_real_cuDeviceGetAttribute_fn attr = SN_REAL(cuDeviceGetAttribute);
+    sn_real_cuMemGetAllocationGranularity_fn granf = SN_REAL(cuMemGetAllocationGranularity);
+    sn_real_cudaMemGetInfo_fn info = SN_REAL(cudaMemGetInfo);
+    if (!attr || !granf || !info || !SN_REAL(cuMemCreate) || !SN_REAL(cuMemMap) ||
+        !SN_REAL(cuMemSetAccess) || !SN_REAL(cuMemUnmap) || !SN_REAL(cuMemAddressReserve)) {
+        sn_warn("device %d: manage mode needs the driver's virtual memory functions, which this "
+                "driver lacks; observing only", dev);
+        return NULL;
+    }
+    sn_witness_cuda("cuDeviceGetAttribute");
+    if (SN_REAL(cuInit))
+        SN_REAL(cuInit)(0);
+    int vmm = 0;
+    if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS || !vmm) {
+        sn_warn("device %d: no virtual memory management on this device, so libsn cannot keep "
+                "addresses while memory moves; manage mode is off, observing only", dev);
+        return NULL;
+    }
+    sn_arena *ar = calloc(1, sizeof *ar);
+    if (!ar)
+        return NULL;
+    ar->lock = (sn_lock)SN_LOCK_INITIALIZER(SN_RANK_ARENA);
+    pthread_cond_init(&ar->cond, NULL);
+    ar->dev = dev;
+    ar->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ar->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    ar->prop.location.id = dev;
+    ar->access.location = ar->prop.location;
+    ar->access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    size_t g = 0;
+    if (granf(&g, &ar->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !g) {
+        sn_warn("device %d: cannot read the VMM granularity; observing only", dev);
+        free(ar);
+        return NULL;
+    }
+    ar->gran = g;
+    size_t fr = 0, total = 0;
+    sn_witness_cuda("cudaMemGetInfo");
+    cudaError_t rc = info(&fr, &total);
+    sn_arena_quiet(rc);
+    if (rc != cudaSuccess) {
+        sn_warn("device %d: cannot read the device's memory; observing only", dev);
+        free(ar);
+        return NULL;
+    }
+    const sn_size_opt *b = &sn_opt.budget;
+    uint64_t budget = fr;
+    if (b->kind == SN_SIZE_BYTES)
+        budget = b->bytes;
+    else if (b->kind == SN_SIZE_PERCENT)
+        budget = (uint64_t)((double)total * b->percent / 100.0);
+    if (budget > fr) {
+        sn_warn("device %d: SN_BUDGET (%llu bytes) is more than the device has free (%llu); using %llu",
+                dev, (unsigned long long)budget, (unsigned long long)fr, (unsigned long long)fr);
+        budget = fr;
+    }
+    ar->budget = budget / g * g;
+    ar->total = total;
+    ar->va_chunk = sn_round_up((uint64_t)total * 4 > (8ULL << 30) ? (uint64_t)total * 4 : (8ULL << 30), g);
+    if (sn_arena_reserve(ar, ar->va_chunk) != 0) {
+        sn_warn("device %d: cannot reserve %llu bytes of address space; observing only", dev,
+                (unsigned long long)ar->va_chunk);
+        free(ar);
+        return NULL;
+    }
+    sn_witness_cuda("cudaStreamCreateWithFlags");
+    rc = SN_REAL(cudaStreamCreateWithFlags)(&ar->copy_stream, cudaStreamNonBlocking);
+    sn_arena_quiet(rc);
+    if (rc != cudaSuccess) {
+        sn_warn("device %d: cannot create libsn's copy stream; observing only", dev);
+        free(ar);
+        return NULL;
+    }
+    sn_stage_init(&ar->stage);
+    ar->st.active = 1;
+    ar->st.backing = "VMM";
+    ar->st.budget = ar->budget;
+    ar->st.granularity = g;
+    ar->st.host_limit = ar->stage.limit;
+    ar->synced_stamp = 0;
+    ar->clock = 1;
+    sn_info("device %d: manage mode, budget %llu bytes, granule %llu bytes, host limit %llu bytes", dev,
+            (unsigned long long)ar->budget, (unsigned long long)g, (unsigned long long)ar->stage.limit);
+    return ar;
+}
+
+sn_arena *sn_arena_of(int dev)
+{
+    if (dev < 0 || dev >= SN_MAX_DEVICES)
+        return NULL;
+    int s = __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE);
+    if (__builtin_expect(s == 2, 1))
+        return sn_arenas[dev];
+    if (s == -1)
+        return NULL;
+    int expect = 0;
+    if (__atomic_compare_exchange_n(&sn_arena_state[dev], &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        sn_arena *ar = sn_arena_create(dev);
+        sn_arenas[dev] = ar;
+        __atomic_store_n(&sn_arena_state[dev], ar ? 2 : -1, __ATOMIC_RELEASE);
+        return ar;
+    }
+    while ((s = __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE)) == 1)
+        sched_yield();
+    return s == 2 ? sn_arenas[dev] : NULL;
+}
+
+sn_arena *sn_arena_peek(int dev)
+{
+    if (dev < 0 || dev >= SN_MAX_DEVICES)
+        return NULL;
+    return __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE) == 2 ? sn_arenas[dev] : NULL;
+}
+
+/* ---- blocks --------------------------------------------------------------------------- */
+
+static sn_freelist *sn_freelist_of_locked(sn_arena *ar, uint64_t size, int create)
+{
+    for (size_t i = 0; i < ar->nfree_lists; i++)
+        if (ar->free_lists[i].size == size)
+            return &ar->free_lists[i];
+    if (!create)
+        return NULL;
+    if (ar->nfree_lists == ar->cap_free_lists) {
+        size_t cap = ar->cap_free_lists ? ar->cap_free_lists * 2 : 16;
+        sn_freelist *p = realloc(ar->free_lists, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        ar->free_lists = p;
+        ar->cap_free_lists = cap;
+    }
+    sn_freelist *f = &ar->free_lists[ar->nfree_lists++];
+    f->size = size;
+    f->head = NULL;
+    return f;
+}
+
+/* A free block of exactly size bytes that nobody pins or moves, resident
+ * ones first (they need no mapping). */
+static sn_block *sn_block_reuse_locked(sn_arena *ar, uint64_t size)
+{
+    sn_freelist *f = sn_freelist_of_locked(ar, size, 0);
+    if (!f)
+        return NULL;
+    sn_block **best = NULL;
+    for (sn_block **pp = &f->head; *pp; pp = &(*pp)->next_free) {
+        sn_block *b = *pp;
+        if (b->busy || b->pins)
+            continue;
+        if (!best || (b->resident && !(*best)->resident))
+            best = pp;
+        if (b->resident)
+            break;
+    }
+    if (!best)
+        return NULL;
+    sn_block *b = *best;
+    *best = b->next_free;
+    b->next_free = NULL;
+    b->is_free = 0;
+    /* a new allocation's contents are undefined: nothing to keep */
+    b->dirty = 0;
+    b->host_valid = 0;
+    return b;
+}
+
+static void sn_block_to_free_locked(sn_arena *ar, sn_block *b)
+{
+    sn_freelist *f = sn_freelist_of_locked(ar, b->size, 1);
+    b->is_free = 1;
+    b->nlive = 0;
+    b->bump = 0;
+    b->dirty = 0;
+    b->host_valid = 0;
+    if (b->host) {
+        sn_stage_free_locked(&ar->stage, b->host, b->size);
+        b->host = NULL;
+    }
+    if (!f)
+        return;  /* out of memory: the block stays unreachable, its bytes accounted */
+    b->next_free = f->head;
+    f->head = b;
+}
+
+/* A new block of size bytes at fresh addresses; NULL when the current
+ * reservation is used up (the caller reserves more with no lock held). */
+static sn_block *sn_block_new_locked(sn_arena *ar, uint64_t size)
+{
+    if (ar->va_end - ar->va_cur < size)
+        return NULL;
+    if (ar->nblocks == ar->cap_blocks) {
+        size_t cap = ar->cap_blocks ? ar->cap_blocks * 2 : 256;
+        sn_block **p = realloc(ar->blocks, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        ar->blocks = p;
+        ar->cap_blocks = cap;
+    }
+    sn_block *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->va = ar->va_cur;
+    b->size = size;
+    ar->va_cur += size;
+    b->index = ar->nblocks;
+    ar->blocks[ar->nblocks++] = b;
+    ar->st.blocks++;
+    return b;
+}
+
+/* ---- residency ---------------------------------------------------------------------- */
+
+typedef struct sn_move {
+    sn_block *b;
+    CUmemGenericAllocationHandle h;  /* victims: their handle; loads: the handle to map (0: create) */
+    int give;        /* victims: index of the load that takes the handle, -1 none */
+    int copy;        /* victims: copy out first; loads: copy in */
+    int fresh;       /* loads: contents dead or undefined: nothing copied in */
+} sn_move;
+
+typedef struct sn_plan {
+    sn_move *victims, *loads;
+    size_t nvictims, nloads, cap_victims, cap_loads;
+    CUmemGenericAllocationHandle *release;
+    size_t nrelease, cap_release;
+    int fence;                   /* in-flight work may touch a victim */
+    void *streams[SN_ARENA_MAX_STREAMS];
+    int nstreams, overflow;
+} sn_plan;
+
+static int sn_push(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, c * elem);
+        if (!p)
+            return -1;
+        *arr = p;
+        *cap = c;
+    }
+    (*n)++;
+    return 0;
+}
+
+static void sn_plan_free(sn_plan *p)
+{
+    free(p->victims);
+    free(p->loads);
+    free(p->release);
+}
+
+/* Takes a cached handle of exactly size bytes; 0 if none. */
+static CUmemGenericAllocationHandle sn_hcache_take_locked(sn_arena *ar, uint64_t size)
+{
+    for (size_t i = 0; i < ar->nh; i++)
+        if (ar->hcache[i].size == size) {
+            CUmemGenericAllocationHandle h = ar->hcache[i].h;
+            ar->hcache[i] = ar->hcache[--ar->nh];
+            return h;
+        }
+    return 0;
+}
+
+static int sn_hcache_put_locked(sn_arena *ar, uint64_t size, CUmemGenericAllocationHandle h)
+{
+    if (ar->nh == ar->cap_h) {
+        size_t cap = ar->cap_h ? ar->cap_h * 2 : 64;
+        sn_hcache *p = realloc(ar->hcache, cap * sizeof *p);
+        if (!p)
+            return -1;
+        ar->hcache = p;
+        ar->cap_h = cap;
+    }
+    ar->hcache[ar->nh++] = (sn_hcache){size, h};
+    return 0;
+}
+
+static int sn_stream_known_locked(sn_arena *ar, void *stream)
+{
+    for (int i = 0; i < ar->nstreams; i++)
+        if (ar->streams[i] == stream)
+            return 1;
+    return 0;
+}
+
+static void sn_note_stream_locked(sn_arena *ar, void *stream)
+{
+    if (sn_stream_known_locked(ar, stream))
+        return;
+    /* another thread's per-thread default stream cannot be named from
+     * here: such a fence waits for the whole device */
+    if (stream == cudaStreamPerThread || ar->nstreams == SN_ARENA_MAX_STREAMS) {
+        ar->streams_overflow = 1;
+        return;
+    }
+    ar->streams[ar->nstreams++] = stream;
+}
+
+void sn_arena_note_stream(sn_arena *ar, void *stream)
+{
+    sn_lock_take(&ar->lock);
+    sn_note_stream_locked(ar, stream);
+    sn_lock_give(&ar->lock);
+}
+
+void sn_arena_device_synced(sn_arena *ar)
+{
+    sn_lock_take(&ar->lock);
+    ar->synced_stamp = ar->clock;
+    ar->nstreams = 0;
+    ar->streams_overflow = 0;
+    sn_lock_give(&ar->lock);
+}
+
+/* Chooses what leaves so that want more bytes of handles fit the budget:
+ * cached handles first, then free blocks still mapped (their contents are
+ * dead), then the least recently used unpinned blocks. Returns 0 when
+ * enough was found. */
+static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
+{
+    uint64_t want = *wantp;
+    uint64_t avail = ar->budget > ar->phys_bytes ? ar->budget - ar->phys_bytes : 0;
+    /* handles of victims that go straight to a load need no room */
+    while (avail < want && ar->nh) {
+        sn_hcache c = ar->hcache[--ar->nh];
+        if (sn_push((void **)&p->release, &p->nrelease, &p->cap_release, sizeof *p->release) != 0) {
+            ar->nh++;
+            break;
+        }
+        p->release[p->nrelease - 1] = c.h;
+        ar->phys_bytes -= c.size;
+        avail += c.size;
+    }
+    while (avail < want) {
+        sn_block *victim = NULL;
+        for (size_t i = 0; i < ar->nblocks; i++) {
+            sn_block *b = ar->blocks[i];
+            if (!b->resident || b->busy || b->pins || b->library || b->mark == ar->clock)
+                continue;
+            /* free blocks first, then least recently used */
+            if (!victim || (b->is_free && !victim->is_free) ||
+                (b->is_free == victim->is_free && b->last_use < victim->last_use))
+                victim = b;
+        }
+        if (!victim)
+            return -1;
+        int copy = victim->dirty && !victim->is_free;
+        if (copy && !victim->host && sn_stage_reserve_locked(&ar->stage, victim->size) != 0) {
+            /* no host room for its contents: it stays; try another */
+            victim->mark = ar->clock;
+            continue;
+        }
+        if (sn_push((void **)&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
+            return -1;
+        sn_move *m = &p->victims[p->nvictims - 1];
+        *m = (sn_move){victim, victim->handle, -1, copy, 0};
+        victim->busy = 1;
+        if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
+            p->fence = 1;
+        /* a load of the same size takes the handle as it is */
+        for (size_t j = 0; j < p->nloads; j++) {
+            sn_move *l = &p->loads[j];
+            if (!l->h && l->b->size == victim->size) {
+                int taken = 0;
+                for (size_t k = 0; k + 1 < p->nvictims && !taken; k++)
+                    taken = p->victims[k].give == (int)j;
+                if (!taken) {
+                    m->give = (int)j;
+                    break;
+                }
+            }
+        }
+        if (m->give < 0) {
+            ar->phys_bytes -= victim->size;
+            avail += victim->size;
+        } else {
+            /* the load it feeds needed no new bytes after all */
+            want -= victim->size;
+            *wantp = want;
+        }
+        ar->resident_bytes -= victim->size;
+    }
+    return 0;
+}
+
+static void sn_unpin_locked(sn_arena *ar, void **blocks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sn_block *b = blocks[i];
+        b->pins--;
+    }
+    if (ar->waiters)
+        pthread_cond_broadcast(&ar->cond);
+}
+
+/* Carries out a plan with no lock held. Returns 0, or -1 when a handle
+ * could not be created (the device itself is out of memory). */
+static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream, cudaEvent_t *load_ev)
+{
+    int failed = 0;
+    *load_ev = NULL;
+    /* 1. victims: fence, copy out, wait, unmap */
+    if (p->nvictims) {
+        int copies = 0;
+        for (size_t i = 0; i < p->nvictims; i++)
+            copies |= p->victims[i].copy;
+        int must_wait = copies || p->fence;
+        /* test switch: the copy out does not wait for the work before it */
+        if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && copies)
+            p->fence = 0;
+        if (p->fence && p->overflow) {
+            sn_witness_cuda("cudaDeviceSynchronize");
+            sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+        } else if (p->fence) {
+            for (int i = 0; i < p->nstreams; i++) {
+                cudaEvent_t e = sn_arena_event(ar);
+                sn_witness_cuda("cudaEventRecord");
+                if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)p->streams[i]) != cudaSuccess ||
+                    SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
+                    sn_arena_quiet(cudaErrorUnknown);
+                    sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+                }
+                sn_lock_take(&ar->lock);
+                sn_arena_event_put_locked(ar, e);
+                sn_lock_give(&ar->lock);
+            }
+        }
+        for (size_t i = 0; i < p->nvictims; i++) {
+            sn_move *m = &p->victims[i];
+            if (!m->copy)
+                continue;
+            if (!m->b->host) {
+                sn_lock_take(&ar->lock);
+                void *h = sn_stage_take_locked(&ar->stage, m->b->size);
+                sn_lock_give(&ar->lock);
+                if (!h)
+                    h = sn_stage_grow(&ar->stage, &ar->lock, m->b->size);
+                m->b->host = h;
+            }
+            if (!m->b->host) {
+                sn_error("device %d: no pinned host memory for a %llu-byte block; its contents "
+                         "cannot be saved", ar->dev, (unsigned long long)m->b->size);
+                sn_lock_take(&ar->lock);
+                sn_stage_unreserve_locked(&ar->stage, m->b->size);
+                sn_lock_give(&ar->lock);
+                m->copy = 0;
+                continue;
+            }
+            sn_witness_cuda("cudaMemcpyAsync");
+            sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
+                                                    cudaMemcpyDeviceToHost, ar->copy_stream));
+        }
+        if (must_wait) {
+            sn_witness_cuda("cudaStreamSynchronize");
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        }
+        for (size_t i = 0; i < p->nvictims; i++) {
+            sn_move *m = &p->victims[i];
+            sn_witness_cuda("cuMemUnmap");
+            SN_REAL(cuMemUnmap)((CUdeviceptr)m->b->va, m->b->size);
+            if (m->give >= 0)
+                p->loads[m->give].h = m->h;
+        }
+        sn_lock_take(&ar->lock);
+        for (size_t i = 0; i < p->nvictims; i++) {
+            sn_move *m = &p->victims[i];
+            sn_block *b = m->b;
+            ar->st.evictions++;
+            if (b->is_free)
+                ar->st.freed_drops++;
+            else if (!m->copy && b->host_valid)
+                ar->st.clean_drops++;
+            if (m->copy && b->host) {
+                ar->st.swap_out++;
+                ar->st.swap_out_bytes += b->size;
+                b->host_valid = 1;
+            }
+            b->dirty = 0;
+            b->resident = 0;
+            b->busy = 0;
+            b->handle = 0;
+            if (b->load_ev) {
+                sn_arena_event_put_locked(ar, b->load_ev);
+                b->load_ev = NULL;
+            }
+        }
+        if (copies || p->fence)
+            ar->st.host_waits++;
+        if (p->fence)
+            ar->st.fences++;
+        sn_lock_give(&ar->lock);
+        /* the victims' handles no load takes were evicted for their bytes:
+         * released (their bytes already left the account) */
+        for (size_t i = 0; i < p->nvictims; i++)
+            if (p->victims[i].give < 0 && p->victims[i].h)
+                SN_REAL(cuMemRelease)(p->victims[i].h);
+    }
+    for (size_t i = 0; i < p->nrelease; i++) {
+        sn_witness_cuda("cuMemRelease");
+        SN_REAL(cuMemRelease)(p->release[i]);
+    }
+    /* 2. loads: map, open, copy in */
+    int copies_in = 0;
+    for (size_t i = 0; i < p->nloads; i++) {
+        sn_move *m = &p->loads[i];
+        sn_block *b = m->b;
+        /* test switch: the first swap-in of the run is skipped altogether
+         * (the block is left unmapped), which a consumer must trip over */
+        static int skipped;
+        if (m->copy && sn_opt.debug_break == SN_BREAK_SKIP_SWAP_IN &&
+            !__atomic_exchange_n(&skipped, 1, __ATOMIC_ACQ_REL)) {
+            sn_warn("SN_DEBUG_BREAK=skip-swap-in: block %p + %llu left unmapped", (void *)b->va,
+                    (unsigned long long)b->size);
+            m->copy = 0;
+            m->fresh = 2;
+            continue;
+        }
+        if (!m->h) {
+            sn_witness_cuda("cuMemCreate");
+            CUresult crc = SN_REAL(cuMemCreate)(&m->h, b->size, &ar->prop, 0);
+            if (crc != CUDA_SUCCESS) {
+                sn_debug("device %d: cuMemCreate(%llu) failed (%d); %llu bytes held", ar->dev,
+                         (unsigned long long)b->size, (int)crc, (unsigned long long)ar->phys_bytes);
+                m->h = 0;
+                failed = 1;
+                continue;
+            }
+        }
+        sn_witness_cuda("cuMemMap");
+        if (SN_REAL(cuMemMap)((CUdeviceptr)b->va, b->size, 0, m->h, 0) != CUDA_SUCCESS ||
+            SN_REAL(cuMemSetAccess)((CUdeviceptr)b->va, b->size, &ar->access, 1) != CUDA_SUCCESS) {
+            SN_REAL(cuMemUnmap)((CUdeviceptr)b->va, b->size);
+            SN_REAL(cuMemRelease)(m->h);
+            m->h = 0;
+            failed = 1;
+            continue;
+        }
+        if (m->copy) {
+            sn_witness_cuda("cudaMemcpyAsync");
+            sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
+                                                    ar->copy_stream));
+            copies_in++;
+        }
+    }
+    if (copies_in) {
+        cudaEvent_t e = sn_arena_event(ar);
+        if (e && SN_REAL(cudaEventRecord)(e, ar->copy_stream) == cudaSuccess &&
+            SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, e, 0) == cudaSuccess) {
+            *load_ev = e;
+        } else {
+            /* no event: the host waits for the copies instead */
+            sn_arena_quiet(cudaErrorUnknown);
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+            if (e) {
+                sn_lock_take(&ar->lock);
+                sn_arena_event_put_locked(ar, e);
+                sn_lock_give(&ar->lock);
+            }
+        }
+    }
+    return failed ? -1 : 0;
+}
+
+static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***blocks, size_t *n, size_t *cap,
+                             sn_arena_ticket *t)
+{
+    if (b->mark != ar->clock) {
+        b->mark = ar->clock;
+        b->call_mode = 0;
+        if (*n == *cap) {
+            size_t c = *cap * 2;
+            void **p = *blocks == t->small ? malloc(c * sizeof *p) : realloc(*blocks, c * sizeof *p);
+            if (!p)
+                return -1;
+            if (*blocks == t->small)
+                memcpy(p, t->small, *n * sizeof *p);
+            *blocks = p;
+            *cap = c;
+        }
+        (*blocks)[(*n)++] = b;
+    }
+    b->call_mode |= mode;
+    return 0;
+}
+
+int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *stream,
+                     sn_arena_ticket *t, uint64_t *need)
+{
+    t->ar = ar;
+    t->blocks = t->small;
+    t->nblocks = 0;
+    *need = 0;
+    size_t cap = sizeof t->small / sizeof t->small[0];
+    int tries = 0;
+    sn_lock_take(&ar->lock);
+    for (;;) {
+        ar->clock++;
+        t->nblocks = 0;
+        int oom = 0;
+        if (all) {
+            for (size_t i = 0; i < ar->nblocks && !oom; i++)
+                if (!ar->blocks[i]->is_free)
+                    oom = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, &t->blocks, &t->nblocks, &cap, t);
+        }
+        for (size_t i = 0; i < nuses && !oom; i++) {
+            sn_block *b = uses[i].block;
+            unsigned mode = uses[i].mode;
+            /* overwriting one allocation of a shared block leaves the others' contents */
+            if (b->shared && b->nlive > 1)
+                mode &= ~(unsigned)SN_OVERWRITE;
+            oom = sn_collect_locked(ar, b, mode, &t->blocks, &t->nblocks, &cap, t);
+        }
+        if (oom) {
+            sn_lock_give(&ar->lock);
+            return SN_ARENA_NOMEM;
+        }
+        int busy = 0;
+        for (size_t i = 0; i < t->nblocks && !busy; i++)
+            busy = ((sn_block *)t->blocks[i])->busy;
+        if (busy) {
+            ar->waiters++;
+            pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+            ar->waiters--;
+            continue;
+        }
+        sn_note_stream_locked(ar, stream);
+        uint64_t ws = ar->library_bytes, missing = 0;
+        for (size_t i = 0; i < t->nblocks; i++) {
+            sn_block *b = t->blocks[i];
+            b->pins++;
+            b->last_use = ar->clock;
+            if (!b->library)
+                ws += b->size;
+            if (!b->resident)
+                missing += b->size;
+        }
+        if (ws > ar->st.largest_need)
+            ar->st.largest_need = ws;
+        *need = ws;
+        if (!missing) {
+            /* the fast path: everything is there; a block another stream
+             * loaded may still be arriving */
+            cudaEvent_t wait[8];
+            int nwait = 0;
+            for (size_t i = 0; i < t->nblocks; i++) {
+                sn_block *b = t->blocks[i];
+                if (b->call_mode & SN_WRITE)
+                    b->dirty = 1;
+                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp && nwait < 8) {
+                    wait[nwait++] = b->load_ev;
+                    b->load_waited = stream;
+                }
+            }
+            sn_lock_give(&ar->lock);
+            for (int i = 0; i < nwait; i++) {
+                sn_witness_cuda("cudaStreamWaitEvent");
+                sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
+            }
+            return SN_ARENA_OK;
+        }
+        if (ws > ar->budget) {
+            sn_unpin_locked(ar, t->blocks, t->nblocks);
+            ar->st.oom_calls++;
+            sn_lock_give(&ar->lock);
+            return SN_ARENA_NOMEM;
+        }
+        sn_plan p;
+        memset(&p, 0, sizeof p);
+        uint64_t want = 0;
+        for (size_t i = 0; i < t->nblocks; i++) {
+            sn_block *b = t->blocks[i];
+            if (b->resident)
+                continue;
+            if (sn_push((void **)&p.loads, &p.nloads, &p.cap_loads, sizeof *p.loads) != 0)
+                break;
+            sn_move *m = &p.loads[p.nloads - 1];
+            int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
+            *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid && !dead, !b->host_valid || dead};
+            if (dead && b->host_valid)
+                ar->st.dead_loads++;
+            if (!m->h)
+                want += b->size;
+        }
+        if (sn_make_room_locked(ar, &p, &want) != 0) {
+            /* not enough can leave now: undo, and wait for other threads'
+             * calls to finish when they hold what could leave */
+            for (size_t i = 0; i < p.nloads; i++)
+                if (p.loads[i].h)
+                    sn_hcache_put_locked(ar, p.loads[i].b->size, p.loads[i].h);
+            for (size_t i = 0; i < p.nvictims; i++) {
+                sn_block *b = p.victims[i].b;
+                b->busy = 0;
+                ar->resident_bytes += b->size;
+                if (p.victims[i].give < 0)
+                    ar->phys_bytes += b->size;
+                if (p.victims[i].copy && !b->host)
+                    sn_stage_unreserve_locked(&ar->stage, b->size);
+            }
+            /* released cached handles stay released */
+            sn_unpin_locked(ar, t->blocks, t->nblocks);
+            int others = 0;
+            for (size_t i = 0; i < ar->nblocks && !others; i++)
+                others = ar->blocks[i]->pins > 0 && !ar->blocks[i]->library;
+            sn_lock_give(&ar->lock);
+            for (size_t i = 0; i < p.nrelease; i++)
+                SN_REAL(cuMemRelease)(p.release[i]);
+            sn_plan_free(&p);
+            sn_debug("device %d: %llu bytes wanted, not enough can leave (others pinned: %d)", ar->dev,
+                     (unsigned long long)want, others);
+            if (others && ++tries < 2000) {
+                usleep(500);
+                sn_lock_take(&ar->lock);
+                continue;
+            }
+            sn_lock_take(&ar->lock);
+            ar->st.oom_calls++;
+            sn_lock_give(&ar->lock);
+            return SN_ARENA_NOMEM;
+        }
+        /* reserve: the loads' bytes are held from now */
+        ar->phys_bytes += want;
+        for (size_t i = 0; i < p.nloads; i++) {
+            p.loads[i].b->busy = 1;
+            ar->resident_bytes += p.loads[i].b->size;
+        }
+        if (ar->phys_bytes > ar->st.peak_physical)
+            ar->st.peak_physical = ar->phys_bytes;
+        if (ar->resident_bytes > ar->st.peak_resident)
+            ar->st.peak_resident = ar->resident_bytes;
+        p.nstreams = ar->nstreams;
+        memcpy(p.streams, ar->streams, sizeof p.streams);
+        p.overflow = ar->streams_overflow;
+        sn_lock_give(&ar->lock);
+
+        cudaEvent_t load_ev = NULL;
+        int rc = sn_plan_run(ar, &p, stream, &load_ev);
+
+        sn_lock_take(&ar->lock);
+        int lost = 0;
+        for (size_t i = 0; i < p.nloads; i++) {
+            sn_move *m = &p.loads[i];
+            sn_block *b = m->b;
+            b->busy = 0;
+            if (m->fresh == 2) {
+                /* the test switch's block: claimed resident, never mapped */
+                if (m->h)
+                    sn_hcache_put_locked(ar, b->size, m->h);
+                b->resident = 1;
+                continue;
+            }
+            if (!m->h) {
+                /* not mapped: give back what was reserved for it */
+                ar->resident_bytes -= b->size;
+                ar->phys_bytes -= b->size;
+                lost = 1;
+                continue;
+            }
+            b->handle = m->h;
+            b->resident = 1;
+            b->load_stamp = ar->clock;
+            if (m->copy) {
+                ar->st.swap_in++;
+                ar->st.swap_in_bytes += b->size;
+            }
+            if (b->load_ev)
+                sn_arena_event_put_locked(ar, b->load_ev);
+            b->load_ev = m->copy ? load_ev : NULL;
+            b->load_waited = stream;
+        }
+        for (size_t i = 0; i < t->nblocks; i++) {
+            sn_block *b = t->blocks[i];
+            if (b->call_mode & SN_WRITE)
+                b->dirty = 1;
+        }
+        pthread_cond_broadcast(&ar->cond);
+        sn_plan_free(&p);
+        if (rc != 0 || lost) {
+            sn_unpin_locked(ar, t->blocks, t->nblocks);
+            /* The device had less free memory than the budget says (memory
+             * libsn does not own: another process, or allocations made
+             * while libsn was starting): the budget shrinks to what could
+             * be had, and the call tries again within it. */
+            if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++tries < 64) {
+                uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
+                sn_info("device %d: the device has less free memory than the budget; budget lowered "
+                        "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget,
+                        (unsigned long long)nb);
+                ar->budget = nb;
+                ar->st.budget = nb;
+                if (ws <= nb)
+                    continue;
+            }
+            ar->st.oom_calls++;
+            sn_lock_give(&ar->lock);
+            return SN_ARENA_NOMEM;
+        }
+        sn_lock_give(&ar->lock);
+        return SN_ARENA_OK;
+    }
+}
+
+void sn_arena_release(sn_arena_ticket *t)
+{
+    sn_arena *ar = t->ar;
+    if (!ar)
+        return;
+    sn_lock_take(&ar->lock);
+    sn_unpin_locked(ar, t->blocks, t->nblocks);
+    sn_lock_give(&ar->lock);
+    if (t->blocks != t->small)
+        free(t->blocks);
+    t->blocks = t->small;
+    t->nblocks = 0;
+    t->ar = NULL;
+}
+
+/* ---- allocation ------------------------------------------------------------------------- */
+
+static int sn_is_library(int owner)
+{
+    return owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS;
+}
+
+int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uintptr_t *addr,
+                         sn_arena_alloc **rec)
+{
+    /* nothing, or more than the whole device: the real allocator answers
+     * exactly as it would without libsn */
+    if (!size || size > ar->total)
+        return SN_ARENA_PASS;
+    int library = sn_is_library(owner);
+    uint64_t asked = sn_round_up(size, SN_ALIGN);
+    int shared = !library && asked < ar->gran;
+    uint64_t bsize = shared ? ar->gran : sn_round_up(size, ar->gran);
+    sn_arena_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return SN_ARENA_NOMEM;
+    sn_lock_take(&ar->lock);
+    if (bsize > ar->budget || ar->held + bsize > ar->budget + ar->stage.limit) {
+        ar->st.oom_allocs++;
+        sn_lock_give(&ar->lock);
+        free(a);
+        return SN_ARENA_NOMEM;
+    }
+    sn_block *b = NULL;
+    int cls = early ? 0 : 1;
+    for (int attempt = 0; attempt < 2 && !b; attempt++) {
+        if (shared && ar->open[cls] && !ar->open[cls]->is_free && ar->open[cls]->bump + asked <= ar->gran) {
+            b = ar->open[cls];
+        } else {
+            b = sn_block_reuse_locked(ar, bsize);
+            if (!b)
+                b = sn_block_new_locked(ar, bsize);
+            if (b) {
+                b->shared = (unsigned)shared;
+                b->cls = (unsigned)cls;
+                b->library = (unsigned)library;
+                ar->held += bsize;
+                if (shared)
+                    ar->open[cls] = b;
+            } else if (attempt == 0) {
+                /* the reservation is used up: reserve more, no lock held */
+                sn_lock_give(&ar->lock);
+                CUdeviceptr p = 0;
+                uint64_t chunk = ar->va_chunk > bsize ? ar->va_chunk : sn_round_up(bsize, ar->gran);
+                sn_witness_cuda("cuMemAddressReserve");
+                CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
+                sn_lock_take(&ar->lock);
+                if (rc == CUDA_SUCCESS) {
+                    /* the rest of the old reservation is abandoned (address space is plentiful) */
+                    ar->va_cur = (uintptr_t)p;
+                    ar->va_end = (uintptr_t)p + chunk;
+                }
+            }
+        }
+    }
+    if (!b) {
+        ar->st.oom_allocs++;
+        sn_lock_give(&ar->lock);
+        free(a);
+        return SN_ARENA_NOMEM;
+    }
+    a->b = b;
+    a->size = size;
+    a->off = shared ? b->bump : 0;
+    if (shared)
+        b->bump += asked;
+    b->nlive++;
+    ar->allocated += size;
+    ar->st.allocs++;
+    ar->st.alloc_bytes += size;
+    if (ar->allocated > ar->st.peak_allocated) {
+        ar->st.peak_allocated = ar->allocated;
+        ar->st.rounding = ar->held > ar->allocated ? ar->held - ar->allocated : 0;
+    }
+    int load = library && !b->resident;
+    if (library) {
+        b->pins++;  /* for the block's life */
+        ar->library_bytes += bsize;
+        if (ar->library_bytes > ar->st.pinned_library)
+            ar->st.pinned_library = ar->library_bytes;
+    }
+    sn_lock_give(&ar->lock);
+    *addr = b->va + a->off;
+    *rec = a;
+    if (load) {
+        /* cuDNN and cuBLAS touch their own memory inside calls libsn cannot
+         * describe: it is mapped now and stays */
+        sn_lock_take(&ar->lock);
+        b->pins--;
+        ar->library_bytes -= bsize;
+        sn_lock_give(&ar->lock);
+        sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE};
+        sn_arena_ticket t;
+        uint64_t need;
+        int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, &t, &need);
+        sn_lock_take(&ar->lock);
+        ar->library_bytes += bsize;
+        if (rc == SN_ARENA_OK) {
+            b->pins++;
+            sn_lock_give(&ar->lock);
+            sn_arena_release(&t);
+            return SN_ARENA_OK;
+        }
+        ar->library_bytes -= bsize;
+        sn_lock_give(&ar->lock);
+        sn_arena_free(a);
+        return SN_ARENA_NOMEM;
+    }
+    return SN_ARENA_OK;
+}
+
+void *sn_arena_alloc_block(const sn_arena_alloc *rec)
+{
+    return rec->b;
+}
+
+uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec)
+{
+    return rec->size;
+}
+
+void sn_arena_free(sn_arena_alloc *a)
+{
+    sn_block *b = a->b;
+    sn_arena *ar = NULL;
+    for (int d = 0; d < SN_MAX_DEVICES && !ar; d++) {
+        sn_arena *x = __atomic_load_n(&sn_arena_state[d], __ATOMIC_ACQUIRE) == 2 ? sn_arenas[d] : NULL;
+        if (x && b->index < x->nblocks && x->blocks[b->index] == b)
+            ar = x;
+    }
+    if (!ar)
+        return;
+    /* cudaFree waits for the device: the program may rely on it */
+    sn_witness_cuda("cudaDeviceSynchronize");
+    sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+    sn_lock_take(&ar->lock);
+    ar->synced_stamp = ar->clock;
+    ar->nstreams = 0;
+    ar->streams_overflow = 0;
+    while (b->busy) {
+        ar->waiters++;
+        pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+        ar->waiters--;
+    }
+    ar->allocated -= a->size;
+    if (b->library) {
+        b->pins--;
+        ar->library_bytes -= b->size;
+    }
+    if (--b->nlive == 0) {
+        if (ar->open[b->cls] == b)
+            ar->open[b->cls] = NULL;
+        ar->held -= b->size;
+        sn_block_to_free_locked(ar, b);
+    }
+    sn_lock_give(&ar->lock);
+    free(a);
+}
+
+void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes)
+{
+    sn_lock_take(&ar->lock);
+    uint64_t total = ar->budget;
+    uint64_t used = ar->held < total ? ar->held : total;
+    sn_lock_give(&ar->lock);
+    if (free_bytes)
+        *free_bytes = (size_t)(total - used);
+    if (total_bytes)
+        *total_bytes = (size_t)total;
+}
+
+void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
+{
+    sn_lock_take(&ar->lock);
+    *out = ar->st;
+    out->host_peak = ar->stage.peak;
+    sn_lock_give(&ar->lock);
+}

@@ -1,0 +1,106 @@
+/*
+ * sn_arena.h — manage mode's mechanisms for one device: the address arena
+ * (device allocations get addresses in ranges libsn reserved with
+ * cuMemAddressReserve and keep them for life), physical memory behind
+ * them (cuMemCreate handles mapped while resident, a cache of free handles,
+ * every byte counted against the budget), the pinned host copies of what is
+ * not resident, and demand residency with least-recently-used eviction.
+ *
+ * The unit of residency is a block: a granule-aligned address range with
+ * one physical handle. An allocation of at least one granule has a block of
+ * its own; smaller ones share blocks (a block leaves only when none of its
+ * allocations is in use), packed by class as Dymem's GTBM does: what is
+ * allocated before any iteration exists (weights, optimizer state, a
+ * Caffe-style net's every buffer) apart from what is allocated per
+ * iteration. Memory of cuDNN and cuBLAS themselves is mapped when
+ * allocated and stays resident (the libraries touch it inside calls libsn
+ * cannot describe).
+ *
+ * Locking: each device's arena has its own lock (rank SN_RANK_ARENA), held
+ * only to decide; every CUDA call (map, unmap, copies, events) is made with
+ * no libsn lock held, the blocks it moves marked busy meanwhile so no other
+ * thread touches them. Blocks a call uses are pinned from sn_arena_acquire
+ * until sn_arena_release, so they cannot be chosen for eviction while the
+ * call is being forwarded; what is already in flight on the device is
+ * covered by a fence (events on every stream the framework used) before a
+ * block is copied out or unmapped.
+ *
+ * The arena includes nothing of the tracer: core hands it allocations and
+ * the ranges a call touches, already resolved.
+ */
+#ifndef SN_ARENA_H
+#define SN_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sn_stats.h"
+
+typedef struct sn_arena sn_arena;
+typedef struct sn_arena_alloc sn_arena_alloc;  /* one allocation served by the arena */
+
+enum sn_arena_rc {
+    SN_ARENA_OK = 0,
+    SN_ARENA_PASS = 1,   /* not the arena's: forward to the real function */
+    SN_ARENA_NOMEM = 2,  /* does not fit the budget (or the host limit) */
+};
+
+/* The arena of device dev, set up on first use (budget, VMM support,
+ * granularity, libsn's copy stream). NULL when manage mode cannot run on
+ * the device: the reason is said once, and allocations pass through. */
+sn_arena *sn_arena_of(int dev);
+
+/* The arena of dev if it was set up, else NULL (never sets one up). */
+sn_arena *sn_arena_peek(int dev);
+
+/* Serves an allocation of size bytes (owner: enum sn_owner; early: no
+ * iteration has been seen yet). On SN_ARENA_OK *addr is its address and
+ * *rec the arena's record (kept in the registry). */
+int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uintptr_t *addr,
+                         sn_arena_alloc **rec);
+/* Frees an allocation: waits for the device as cudaFree does, keeps the
+ * block mapped for reuse by the next allocation of its size. */
+void sn_arena_free(sn_arena_alloc *rec);
+/* Bytes an allocation was given (for the registry). */
+uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec);
+
+/* How a call uses one allocation's block (sn_arena_alloc_block: blocks
+ * live as long as the arena, so a use stays valid even if another thread
+ * frees the allocation meanwhile). */
+typedef struct sn_arena_use {
+    void *block;
+    unsigned mode;          /* SN_READ | SN_WRITE | SN_OVERWRITE (whole allocation) */
+} sn_arena_use;
+void *sn_arena_alloc_block(const sn_arena_alloc *rec);
+
+/* What a call holds between acquire and release. */
+typedef struct sn_arena_ticket {
+    sn_arena *ar;
+    void **blocks;          /* the pinned blocks */
+    size_t nblocks;
+    void *small[32];        /* storage for the common case */
+} sn_arena_ticket;
+
+/* Makes every allocation in uses resident and current before a call on
+ * stream (all: every allocation of the arena, for a call libsn cannot see
+ * through; lib_owner: the call is into cuDNN or cuBLAS). Returns SN_ARENA_OK
+ * with the blocks pinned until sn_arena_release, or SN_ARENA_NOMEM when
+ * the call's working set cannot fit the budget (*need: the bytes it needs
+ * resident at once). */
+int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *stream,
+                     sn_arena_ticket *t, uint64_t *need);
+void sn_arena_release(sn_arena_ticket *t);
+
+/* The framework used stream (it did work on the device there): swap-outs
+ * wait for it. Called for every forwarded call; cheap when known. */
+void sn_arena_note_stream(sn_arena *ar, void *stream);
+/* The whole device is idle (the host synchronised with it). */
+void sn_arena_device_synced(sn_arena *ar);
+
+/* Budget view for cudaMemGetInfo / cuMemGetInfo. */
+void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes);
+
+/* Statistics for the report (a copy, taken under the arena's lock). */
+void sn_arena_stats(sn_arena *ar, sn_manage_stats *out);
+
+#endif

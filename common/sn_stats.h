@@ -1,0 +1,36 @@
+/*
+ * sn_stats.h — what manage mode did, as the report shows it. Filled by the
+ * allocator (allocator/sn_arena.c), printed by the tracer's report; defined
+ * here so that neither includes the other.
+ */
+#ifndef SN_STATS_H
+#define SN_STATS_H
+
+#include <stdint.h>
+
+typedef struct sn_manage_stats {
+    int active;                  /* manage mode ran on this device */
+    const char *backing;         /* "VMM" */
+    uint64_t budget;             /* bytes of device memory libsn may use */
+    uint64_t granularity;        /* physical granule */
+    uint64_t host_limit;         /* pinned host memory libsn may use */
+    uint64_t allocs, alloc_bytes;        /* allocations served */
+    uint64_t blocks;                     /* blocks created */
+    uint64_t swap_in, swap_in_bytes;     /* copies host -> device */
+    uint64_t swap_out, swap_out_bytes;   /* copies device -> host */
+    uint64_t evictions;                  /* blocks unmapped to make room */
+    uint64_t clean_drops;                /* evicted with a current host copy: nothing written back */
+    uint64_t dead_loads;                 /* mapped for a call that overwrites it all: nothing copied in */
+    uint64_t freed_drops;                /* freed blocks unmapped: contents dead, nothing written back */
+    uint64_t fences, host_waits;         /* event fences built, host-side waits for swaps */
+    uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
+    uint64_t peak_physical;              /* most bytes of physical handles (mapped + cached) */
+    uint64_t peak_allocated;             /* most bytes the framework had allocated at once */
+    uint64_t rounding;                   /* bytes lost to granule rounding at the peak of allocation */
+    uint64_t largest_need;               /* the largest working set a call needed resident */
+    uint64_t pinned_library;             /* library memory kept resident */
+    uint64_t host_peak;                  /* most pinned host bytes used for copies */
+    uint64_t oom_calls, oom_allocs;      /* calls and allocations refused for lack of memory */
+} sn_manage_stats;
+
+#endif
