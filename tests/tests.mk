@@ -9,6 +9,10 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
 TEST_SCRIPTS += tests/test_sim_sample.sh
 TEST_SCRIPTS += tests/test_sim_nvcc.sh
+# Darknet from Debian's source, ported and built with nvcc by
+# tools/darknet.sh (about 25 s the first time, cached in cache/ and
+# build/darknet/ after), trains on the simulator with and without libsn.
+TEST_SCRIPTS += tests/test_darknet.sh
 
 # Contexts and threads; the graph, pool and API tests of the newer runtime
 # entry points.

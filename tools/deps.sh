@@ -3,6 +3,9 @@
 # installs the missing ones with apt-get when run as root, otherwise prints
 # the command to run and fails. The CUDA 13 and cuDNN 9 headers are expected
 # under $CUDA_HOME (default /usr/local/cuda); they are not Debian packages.
+# Darknet's source (tests/test_darknet.sh) is optional: tools/darknet.sh
+# fetches it with apt-get source, adding the deb-src entry and dpkg-dev it
+# needs when run as root, and the test is skipped where it cannot.
 set -euo pipefail
 PACKAGES=(gcc make pkg-config uthash-dev libunwind-dev libopenblas-dev libcmocka-dev libzstd-dev liblz4-dev python3
           valgrind)
