@@ -97,3 +97,26 @@ check "manage (default budget): exits 0" "[ \$(cat '$tmp/manage.rc') -eq 0 ]" ||
 check "manage (default budget): output identical to the run without libsn" \
     "diff <(masked none) <(masked manage) >'$tmp/manage.diff'" || sed 's/^/# /' "$tmp/manage.diff" | head -n 20
 check "manage (default budget): the same weights are saved" "cmp -s '$tmp/none/backup/tiny.weights' '$tmp/manage/backup/tiny.weights'"
+
+# Half of the peak the trace saw, or the trace's lower bound (the largest
+# step's working set, here a convolution with Darknet's one big workspace,
+# plus the libraries' memory) if that is more: libsn must move memory (64
+# KiB granules, so that this small network's tensors can leave one by one),
+# and Darknet must neither fault nor notice.
+half=$(( $(json trace run.peak_bytes) / 2 ))
+lower=$(( $(json trace whatif.lower_bound) + (1 << 20) ))
+echo "# peak $(json trace run.peak_bytes) bytes, lower bound $(json trace whatif.lower_bound) bytes"
+[ $lower -gt $half ] && half=$lower
+export SIMGPU_GRANULARITY=64K
+run_darknet manage "$half"
+check "manage at $half bytes (peak $(json trace run.peak_bytes)): exits 0" "[ \$(cat '$tmp/manage-$half.rc') -eq 0 ]" ||
+    sed 's/^/# /' "$tmp/manage-$half.err" | tail -n 20
+check "manage below the peak: output identical to the run without libsn" \
+    "diff <(masked none) <(masked manage-$half) >'$tmp/manage-half.diff'" ||
+    sed 's/^/# /' "$tmp/manage-half.diff" | head -n 20
+check "manage below the peak: the same weights are saved" \
+    "cmp -s '$tmp/none/backup/tiny.weights' '$tmp/manage-$half/backup/tiny.weights'"
+echo "# manage below the peak: swapped in $(json manage-$half manage.swap_in_bytes) bytes," \
+     "out $(json manage-$half manage.swap_out_bytes) bytes; evictions $(json manage-$half manage.evictions)"
+check "manage below the peak: memory moved (evictions counted in the report)" \
+    "[ \"\$(json manage-$half manage.evictions)\" -gt 0 ]"
