@@ -34,8 +34,9 @@ BENCH_TARGETS += $(BUILD)/sn_overhead
 
 # The per-operation calibration program (bench/calibrate.sh): single cuDNN
 # convolutions and host<->device copies timed like DeepBench, bandwidthTest
-# and nvbandwidth.
+# and nvbandwidth, and memory-management calls timed like their
+# micro-benchmarks.
 $(BUILD)/calibrate: $(BUILD)/bench/calib/calibrate.o
-	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUDART)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUDART) $(REAL_CUDA)
 
 ALL_TARGETS += $(BUILD)/calibrate

@@ -38,6 +38,9 @@ BWT_V100="router-gao/cuda-demo cuda-samples/02-cuda-bandwidth.md @8e2367b (Tesla
 BWT_H100="ZiyanIshani/vpbenchmarking results/stream_nvbench/bandwidth_h2d_d2h_20260225_183119.txt @753ce8d (H100 80GB HBM3, bandwidthTest, 32000000 B)"
 NVBW="NVIDIA/nvbandwidth README.md @04bf286 (bidirectional example: 11.16 GB/s each way against 12.36 one way)"
 FORUM="forums.developer.nvidia.com/t/352186 (A100-SXM4-80GB on PCIe 4.0, nvbandwidth: 24 + 11 GB/s both ways against 24.8 one way)"
+KVC="ovg-project/kvcached benchmarks/bench_vmm/README.md @32b7578 (A100 80GB, one thread, mean of 4096 calls on 2 MiB pages)"
+IKL="ikawrakow/ik_llama.cpp pull request 1517 (2x RTX 3090 host: 33.38 GiB of cudaMallocHost in 7956.8 ms)"
+DASK="rapidsai/dask-cuda issue 106 (CuPy alloc_pinned_memory of 32000000 B: 11.6 ms)"
 
 # kind|workload|profile|arguments|published|unit|source
 #   net   sntrain ARGS, forward + backward of iteration 2 (ms)
@@ -45,6 +48,7 @@ FORUM="forums.developer.nvidia.com/t/352186 (A100-SXM4-80GB on PCIe 4.0, nvbandw
 #   conv  calibrate conv ARGS, forward + backward data + backward filter (ms)
 #   copy  calibrate copy ARGS (GB/s)
 #   duplex calibrate duplex ARGS, both ways over one way (x)
+#   host  calibrate host ARGS, one call's host time (us); hostms the same in ms
 NET16="--batch 16 --iters 2 --workspace-limit 1024 --phase-times"
 ROWS=(
     "net|VGG-16 b16 fwd+bwd|k40|--net vgg --depth 16 $NET16|920.21|ms|$JJ_K40"
@@ -73,6 +77,13 @@ ROWS=(
     "copy|pinned host to device|h100|h2d 32000000|54.6|GB/s|$BWT_H100"
     "duplex|both directions at once, PCIe 3|titanx|67108864|1.806|x one way|$NVBW"
     "duplex|both directions at once, PCIe 4 (A100)|h100|67108864|1.411|x one way|$FORUM"
+    "host|cuMemAddressReserve, 8 GiB|h100|cuMemAddressReserve 8589934592|19|us|$KVC"
+    "host|cuMemCreate, 2 MiB|h100|cuMemCreate 2097152|193.32|us|$KVC"
+    "host|cuMemMap, 2 MiB|h100|cuMemMap 2097152|1.45|us|$KVC"
+    "host|cuMemSetAccess, 2 MiB, idle device|h100|cuMemSetAccess 2097152|35.99|us|$KVC"
+    "host|cuMemUnmap, 2 MiB, idle device|h100|cuMemUnmap 2097152|25.63|us|$KVC"
+    "hostms|pinned host allocation, 33.38 GiB|h100|cudaMallocHost 35841502085|7956.8|ms|$IKL"
+    "hostms|pinned host allocation, 32 MB|h100|cudaMallocHost 32000000|11.6|ms|$DASK"
 )
 
 # measure KIND PROFILE ARGS... -> the simulated figure, or nothing on failure
@@ -96,6 +107,11 @@ measure() {
     duplex)
         # shellcheck disable=SC2068
         SIMGPU_PROFILE=$prof "$CALIBRATE" duplex $@ 2>/dev/null | awk '$1 == "duplex" { printf "%.3f\n", $7 }'
+        ;;
+    host | hostms)
+        # shellcheck disable=SC2068
+        SIMGPU_PROFILE=$prof "$CALIBRATE" host $@ 2>/dev/null |
+            awk -v k="$kind" '$1 == "host" { v = $3; if (k == "hostms") v /= 1000; printf "%.2f\n", v }'
         ;;
     esac
 }
@@ -133,11 +149,17 @@ done
     echo "no data loading, no update); the training step adds the update. Single"
     echo "convolutions: build/calibrate conv, DeepBench's method (cudnnFind, forward +"
     echo "backward data + backward filter). Copies: build/calibrate copy and duplex,"
-    echo "bandwidthTest's and nvbandwidth's methods. Which cuDNN generation each profile"
-    echo "stands for and how the factors were fitted: docs/sim-cudnn.md, \"Calibration\"."
+    echo "bandwidthTest's and nvbandwidth's methods. Memory management: build/calibrate"
+    echo "host, one call's host time on an idle device bracketed by events, the"
+    echo "micro-benchmarks' timer around each call; the host costs are the same on every"
+    echo "profile. Which cuDNN generation each profile stands for and how the factors"
+    echo "were fitted: docs/sim-cudnn.md, \"Calibration\"."
     echo
     echo "| workload | profile | simulated | published | ratio | source |"
     echo "|---|---|---:|---:|---:|---|"
     printf "%s" "$body"
+    echo
+    # The constants behind the host costs, as docs/sim-runtime.md lists them.
+    awk '/^## / { on = ($0 ~ /^## Host-side cost of memory management/) } on' docs/sim-runtime.md
 } >"$OUT"
 exit $status

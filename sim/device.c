@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "sim/simint.h"
+#include "sim/simtime.h"
 
 size_t simgpu_granularity = (size_t)2 << 20;
 
@@ -336,6 +337,7 @@ static CUresult heap_alloc(int dev, size_t size, int kind, CUdeviceptr *out)
     uintptr_t a = sim_fault_alloc_locked() ? 0 : sim_heap_carve_locked(d, rs, g_sim.compute || kind == SIM_EXT_MANAGED);
     if (a)
         sim_extset_insert(&d->live, a, rs, kind, PROT_READ | PROT_WRITE, NULL);
+    sim_host_charge_locked(SIM_HOST_MALLOC, a ? rs : 0, 0);
     pthread_mutex_unlock(&g_sim.lock);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -365,7 +367,10 @@ struct simgpu_device *sim_device_of_locked(uintptr_t p)
 
 int sim_heap_kind(int kind) { return kind == SIM_EXT_HEAP || kind == SIM_EXT_MANAGED || kind == SIM_EXT_POOL; }
 
-CUresult simgpu_free(CUdeviceptr p)
+/* sync: wait for the device first, as cuMemFree does; without it the caller
+ * has already waited for what it must (cudaFreeAsync of a cuMemAlloc
+ * allocation waits for its stream only). */
+static CUresult heap_free(CUdeviceptr p, int sync)
 {
     simgpu_init();
     if (!p)
@@ -377,6 +382,11 @@ CUresult simgpu_free(CUdeviceptr p)
         pthread_mutex_unlock(&g_sim.lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (sync) {
+        sim_host_sync_device_locked(d);
+        e = sim_extset_find(&d->live, (uintptr_t)p);
+    }
+    sim_host_charge_locked(SIM_HOST_FREE, e->size, 0);
     uintptr_t a = e->base;
     size_t rs = e->size;
     int kind = e->kind;
@@ -387,6 +397,9 @@ CUresult simgpu_free(CUdeviceptr p)
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
 }
+
+CUresult simgpu_free(CUdeviceptr p) { return heap_free(p, 1); }
+CUresult sim_free_unsynced(CUdeviceptr p) { return heap_free(p, 0); }
 
 void simgpu_mem_info(int dev, size_t *free_b, size_t *total_b)
 {
@@ -442,11 +455,18 @@ void *simgpu_host_alloc(size_t size, unsigned flags)
      * committed either: staging buffers for a full-size run cost nothing. */
     void *p = mmap(NULL, rs, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | (g_sim.compute ? 0 : MAP_NORESERVE), -1, 0);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        pthread_mutex_lock(&g_sim.lock);
+        sim_host_charge_locked(SIM_HOST_PIN, 0, 0);
+        pthread_mutex_unlock(&g_sim.lock);
         return NULL;
+    }
     pthread_mutex_lock(&g_sim.lock);
     sim_extset_insert(&g_sim.pinned, (uintptr_t)p, rs, SIM_EXT_PINNED, PROT_READ | PROT_WRITE, NULL);
     g_sim.pinned_bytes += rs;
+    /* Page-locking costs the host per page (sim/hostcost.c); the rounded
+     * size is what gets locked. */
+    sim_host_charge_locked(SIM_HOST_PIN, rs, 0);
     pthread_mutex_unlock(&g_sim.lock);
     return p;
 }
@@ -461,6 +481,10 @@ int simgpu_host_free(void *p)
         return -1;
     }
     size_t rs = e->size;
+    /* The device may still be copying from or into the buffer: freeing it
+     * waits for the current device, as cudaFreeHost does. */
+    sim_host_sync_device_locked(sim_dev(simgpu_current_device()));
+    sim_host_charge_locked(SIM_HOST_UNPIN, rs, 0);
     sim_extset_remove(&g_sim.pinned, (uintptr_t)p);
     g_sim.pinned_bytes -= rs;
     pthread_mutex_unlock(&g_sim.lock);

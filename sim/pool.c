@@ -235,7 +235,7 @@ CUresult simgpu_free_async(CUdeviceptr ptr, CUstream s)
         /* Memory from cuMemAlloc goes back to the device, not to a pool: the
          * host waits until the stream reaches the free, then frees it. */
         rc = simgpu_stream_synchronize(s);
-        return rc != CUDA_SUCCESS ? rc : simgpu_free(ptr);
+        return rc != CUDA_SUCCESS ? rc : sim_free_unsynced(ptr);
     }
     pthread_mutex_lock(&g_sim.lock);
     e = sim_extset_find(&d->live, a);

@@ -351,8 +351,7 @@ cudaError_t cudaFree(void *p)
     SIMRT_NOT_DURING_CAPTURE();
     if (!p)
         return cudaSuccess;
-    /* The runtime synchronises the device before freeing. */
-    simgpu_device_synchronize();
+    /* The driver's free waits for the device, as cudaFree does. */
     return simrt_error(drv.mem_free((CUdeviceptr)p));
 }
 
@@ -388,8 +387,7 @@ cudaError_t cudaFreeHost(void *p)
     SIMRT_NOT_DURING_CAPTURE();
     if (!p)
         return cudaSuccess;
-    simgpu_device_synchronize();
-    return simrt_error(drv.mem_free_host(p));
+    return simrt_error(drv.mem_free_host(p)); /* which waits for the device */
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)

@@ -2,7 +2,7 @@
 # cuDNN and cuBLAS have fragments of their own (sim/cudnn.mk, sim/cublas.mk).
 
 SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
-                  sim/pool.c sim/graph.c sim/driver.c
+                  sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c
 SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/fatbin.c sim/rtgraph.c
 # Fat-binary entries nvcc compressed (zstd by default, LZ4 for
 # -compress-mode=speed) are unpacked with the Debian libraries.

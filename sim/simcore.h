@@ -85,7 +85,9 @@ void simgpu_set_current_device(int dev);
  * 512 bytes for accounting. Returns CUDA_ERROR_OUT_OF_MEMORY when capacity
  * would be exceeded. */
 CUresult simgpu_malloc(int dev, size_t size, CUdeviceptr *out);
-CUresult simgpu_free(CUdeviceptr p);      /* CUDA_ERROR_INVALID_VALUE if unknown */
+/* cuMemFree: the host first waits for all work on p's device, as the real
+ * call does; CUDA_ERROR_INVALID_VALUE if p is unknown. */
+CUresult simgpu_free(CUdeviceptr p);
 void simgpu_mem_info(int dev, size_t *free_b, size_t *total_b);
 
 /* Which device holds p (heap allocation or VMM reservation), or -1. */
@@ -95,7 +97,9 @@ int simgpu_heap_lookup(const void *p, CUdeviceptr *base, size_t *size);
 
 /* Pinned host memory registry (cudaMallocHost / cudaHostAlloc). */
 void *simgpu_host_alloc(size_t size, unsigned flags);
-int simgpu_host_free(void *p);            /* 0 ok, -1 unknown pointer */
+/* Waits for the current device's work first (cudaFreeHost's implicit
+ * synchronisation); 0 ok, -1 unknown pointer. */
+int simgpu_host_free(void *p);
 int simgpu_is_pinned(const void *p, size_t bytes);
 
 /* Residency check: every byte of [p, p+bytes) must be a live heap allocation

@@ -1,7 +1,7 @@
 /*
  * simint.h — data structures private to the simulated driver: the device
- * table, address-range bookkeeping and the timeline state. Only sim/device.c,
- * sim/vmm.c, sim/timeline.c, sim/driver.c and sim/ranges.c include it.
+ * table, address-range bookkeeping and the timeline state. Only the sources
+ * of the simulated driver (SIM_DRIVER_SRC in sim/sim.mk) include it.
  */
 #ifndef SIMGPU_SIMINT_H
 #define SIMGPU_SIMINT_H
@@ -135,6 +135,9 @@ uintptr_t sim_heap_carve_locked(struct simgpu_device *d, size_t rs, int open);
 /* Returns [a, a+rs) to the heap and uncharges it; protect: close the pages
  * no live allocation shares, so a use after free faults. */
 void sim_heap_release_locked(struct simgpu_device *d, uintptr_t a, size_t rs, int protect);
+/* cuMemFree without its device-wide wait, for a caller that has waited for
+ * what it must (sim/pool.c). */
+CUresult sim_free_unsynced(CUdeviceptr p);
 /* A pool allocation of rs bytes left the pool through cuMemFree. */
 void sim_pool_forget_locked(struct simgpu_device *d, size_t rs);
 /* Driver preconditions (sim/context.c): CUDA_ERROR_NOT_INITIALIZED before

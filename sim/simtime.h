@@ -60,4 +60,31 @@ uint64_t sim_marker_locked(const struct sim_stream_ref *r, const char *name);
 uint64_t sim_enqueue_peer_locked(const struct sim_stream_ref *r, struct simgpu_device *src,
                                  struct simgpu_device *dst, double dur_ns, const char *name);
 
+/* Host-side cost of the memory-management calls (sim/hostcost.c): a fixed
+ * part per call plus a part per 2 MiB granule, 4 KiB host page or VMM
+ * mapping, whichever the call scales with. */
+enum sim_host_op {
+    SIM_HOST_MALLOC,           /* cudaMalloc, cuMemAlloc, pitched and managed */
+    SIM_HOST_FREE,             /* cudaFree, cuMemFree (after the device wait) */
+    SIM_HOST_PIN,              /* cudaHostAlloc, cudaMallocHost, cuMemHostAlloc, cuMemAllocHost */
+    SIM_HOST_UNPIN,            /* cudaFreeHost, cuMemFreeHost (after the device wait) */
+    SIM_HOST_VMM_CREATE,       /* cuMemCreate */
+    SIM_HOST_VMM_RELEASE,      /* cuMemRelease */
+    SIM_HOST_VMM_RESERVE,      /* cuMemAddressReserve */
+    SIM_HOST_VMM_ADDRESS_FREE, /* cuMemAddressFree */
+    SIM_HOST_VMM_MAP,          /* cuMemMap */
+    SIM_HOST_VMM_SET_ACCESS,   /* cuMemSetAccess (after the device wait) */
+    SIM_HOST_VMM_UNMAP,        /* cuMemUnmap (after the device wait) */
+    SIM_HOST_OP_COUNT
+};
+/* bytes: the size the call handles (0 for a call that failed for want of
+ * memory, which costs the fixed part); mappings: the VMM mappings covered. */
+uint64_t sim_host_cost_ns(enum sim_host_op op, size_t bytes, size_t mappings);
+/* Advances the host clock by that cost; the caller holds g_sim.lock. */
+void sim_host_charge_locked(enum sim_host_op op, size_t bytes, size_t mappings);
+/* The implicit synchronisation of cuMemFree, cuMemFreeHost and the VMM
+ * calls that change mappings: the host waits for all work issued to device
+ * d, and the pool gives back what that completes (as cuCtxSynchronize). */
+void sim_host_sync_device_locked(struct simgpu_device *d);
+
 #endif

@@ -72,6 +72,12 @@ void sim_host_call_locked(void)
         host_advance_locked(*host_clock() + SIM_HOST_CALL_NS);
 }
 
+void sim_host_sync_device_locked(struct simgpu_device *d)
+{
+    host_advance_locked(sim_device_done_locked(d->index));
+    sim_pool_release_completed_locked(d);
+}
+
 /* ---- streams ------------------------------------------------------------- */
 
 struct CUstream_st *sim_stream_create(int dev, unsigned flags, int priority)

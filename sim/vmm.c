@@ -11,7 +11,8 @@
  * The rules follow the driver documentation: offset 0 only, sizes and
  * addresses aligned to the granularity, maps only inside one reservation,
  * unmap of whole mappings, release deferred until the last unmap, and
- * cuMemUnmap / cuMemSetAccess synchronise the device.
+ * cuMemUnmap / cuMemSetAccess synchronise the device. Each call also costs
+ * the host its own time (sim/hostcost.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
         a = sim_rangeset_alloc(&d->vmm_free, size, alignment);
     if (a)
         sim_extset_insert(&d->reserved, a, size, SIM_EXT_RESERVE, 0, NULL);
+    sim_host_charge_locked(SIM_HOST_VMM_RESERVE, size, 0);
     pthread_mutex_unlock(&g_sim.lock);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -115,6 +117,7 @@ CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
         if (!busy) {
             sim_extset_remove(&d->reserved, ptr);
             sim_rangeset_free(&d->vmm_free, ptr, size);
+            sim_host_charge_locked(SIM_HOST_VMM_ADDRESS_FREE, size, 0);
             rc = CUDA_SUCCESS;
         }
     }
@@ -143,6 +146,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_sim.lock);
     if (sim_fault_alloc_locked() || sim_charge_locked(d, size) != 0) {
+        sim_host_charge_locked(SIM_HOST_VMM_CREATE, 0, 0);
         pthread_mutex_unlock(&g_sim.lock);
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -150,12 +154,14 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     uintptr_t off = sim_rangeset_alloc(&d->phys_free, size, SIMGPU_GRANULARITY);
     if (!off) {
         d->used -= size;
+        sim_host_charge_locked(SIM_HOST_VMM_CREATE, 0, 0);
         pthread_mutex_unlock(&g_sim.lock);
         free(p);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *p = (struct sim_phys){d->index, off, size, 0, 0};
     sim_handle_add(&g_sim.phys, p);
+    sim_host_charge_locked(SIM_HOST_VMM_CREATE, size, 0);
     pthread_mutex_unlock(&g_sim.lock);
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
     return CUDA_SUCCESS;
@@ -176,6 +182,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
         return CUDA_ERROR_INVALID_VALUE;
     }
     p->released = 1;
+    sim_host_charge_locked(SIM_HOST_VMM_RELEASE, p->size, 0);
     if (p->maps == 0)
         phys_free_locked(p);
     pthread_mutex_unlock(&g_sim.lock);
@@ -213,14 +220,13 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     }
     sim_extset_insert(&d->live, ptr, size, SIM_EXT_MAP, 0, p);
     p->maps++;
+    sim_host_charge_locked(SIM_HOST_VMM_MAP, size, 1);
     rc = CUDA_SUCCESS;
 out:
     pthread_mutex_unlock(&g_sim.lock);
     return rc;
 }
 
-/* The device-wide synchronisation cuMemUnmap and cuMemSetAccess imply. */
-static void vmm_sync(struct simgpu_device *d) { simgpu_host_wait_until(sim_device_done_locked(d->index)); }
 
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
@@ -237,13 +243,17 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     if (!d)
         goto bad;
     /* The range must be exactly a run of whole mappings. */
-    for (uintptr_t a = ptr; a < ptr + size;) {
+    size_t maps = 0;
+    for (uintptr_t a = ptr; a < ptr + size; maps++) {
         struct sim_extent *m = sim_extset_find(&d->live, a);
         if (!m || m->base != a || m->kind != SIM_EXT_MAP || a + m->size > ptr + size)
             goto bad;
         a += m->size;
     }
-    vmm_sync(d);
+    /* The device-wide synchronisation cuMemUnmap implies, then the call's
+     * own cost, which follows the number of mappings (sim/hostcost.c). */
+    sim_host_sync_device_locked(d);
+    sim_host_charge_locked(SIM_HOST_VMM_UNMAP, size, maps);
     for (uintptr_t a = ptr; a < ptr + size;) {
         struct sim_extent *m = sim_extset_find(&d->live, a);
         struct sim_phys *p = m->data;
@@ -292,13 +302,15 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     struct simgpu_device *d = vmm_device_locked(ptr);
     if (!d)
         goto bad;
-    for (uintptr_t a = ptr; a < ptr + size;) {
+    size_t maps = 0;
+    for (uintptr_t a = ptr; a < ptr + size; maps++) {
         struct sim_extent *m = sim_extset_find(&d->live, a);
         if (!m || m->kind != SIM_EXT_MAP)
             goto bad;
         a = m->base + m->size;
     }
-    vmm_sync(d);
+    sim_host_sync_device_locked(d); /* as cuMemUnmap */
+    sim_host_charge_locked(SIM_HOST_VMM_SET_ACCESS, size, maps);
     for (uintptr_t a = ptr; a < ptr + size;) {
         struct sim_extent *m = sim_extset_find(&d->live, a);
         m->prot = prot;

@@ -12,10 +12,14 @@ rc=$?
 check "bench/calibrate.sh runs every workload within 25% (exit $rc)" "[ $rc -eq 0 ]" ||
     sed 's/^/# /' "$tmp/err"
 
+# The rows of the first table (the one headed "| workload"); the table of
+# host-cost constants after it is documentation.
 # rows FILE: "workload|profile|published|source" of each table row
-rows() { awk -F' \\| ' '/^\| / && !/^\| workload/ { sub(/^\| /, ""); sub(/ \|$/, ""); print $1 "|" $2 "|" $4 "|" $6 }' "$1"; }
+rows() { awk -F' \\| ' '/^\| workload/ { t = 1; next } t && !/^\|/ { exit }
+    t && /^\| / { sub(/^\| /, ""); sub(/ \|$/, ""); print $1 "|" $2 "|" $4 "|" $6 }' "$1"; }
 # ratios FILE: "workload on profile: ratio"
-ratios() { awk -F' \\| ' '/^\| / && !/^\| workload/ && $5 != "" { sub(/^\| /, ""); print $1 " on " $2 ": " $5 }' "$1"; }
+ratios() { awk -F' \\| ' '/^\| workload/ { t = 1; next } t && !/^\|/ { exit }
+    t && /^\| / && $5 != "" { sub(/^\| /, ""); print $1 " on " $2 ": " $5 }' "$1"; }
 
 total=$(rows "$out" | wc -l)
 check "the table has rows ($total)" "[ $total -ge 20 ]"
@@ -27,3 +31,11 @@ rows "$out" >"$tmp/now"
 rows bench/results/calibration.md >"$tmp/committed"
 check "bench/results/calibration.md lists the same rows (make bench regenerates it)" \
     "diff -u '$tmp/committed' '$tmp/now' >'$tmp/diff'" || sed 's/^/# /' "$tmp/diff"
+
+# The host-cost constants follow the table: the same text as docs/sim-runtime.md's.
+hostcost() { awk '/^## / { on = ($0 ~ /^## Host-side cost of memory management/) } on' "$1"; }
+hostcost docs/sim-runtime.md >"$tmp/doc_costs"
+hostcost bench/results/calibration.md >"$tmp/committed_costs"
+check "the host-cost constants are documented ($(wc -l <"$tmp/doc_costs") lines)" "grep -q '^| .cuMemSetAccess' '$tmp/doc_costs'"
+check "bench/results/calibration.md carries docs/sim-runtime.md's host-cost table" \
+    "diff -u '$tmp/doc_costs' '$tmp/committed_costs' >'$tmp/cdiff'" || sed 's/^/# /' "$tmp/cdiff"

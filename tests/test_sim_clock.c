@@ -3,13 +3,16 @@
  * published measurements (docs/sim-cudnn.md, "Calibration"): copies at each
  * direction's bandwidthTest rate, both directions sharing the PCIe link,
  * and the shape term of the convolution model (a first layer with three
- * input channels, or a thin 1x1 reduction, runs at a lower share of peak).
+ * input channels, or a thin 1x1 reduction, runs at a lower share of peak),
+ * and the host time of the memory-management calls (sim/hostcost.c), with
+ * the waits for the device that freeing and remapping imply.
  * Each case runs in a child process on the profile it names, compute off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <cuda.h>
 
 #include "tests/sim_child.h"
 #include "tests/test_cudnn_util.h"
@@ -160,11 +163,266 @@ static int body_shape_penalty(void)
     return cudnnDestroy(h) != CUDNN_STATUS_SUCCESS;
 }
 
+/* ---- host side of memory management ----------------------------------------- */
+
+static cudaEvent_t g_a, g_b;
+static double g_empty_us;
+
+/* Host time spent between bracket_open and bracket_us: events on the idle
+ * legacy stream around it, less what an empty bracket measures (the second
+ * record's own call). */
+static void bracket_open(void)
+{
+    cudaDeviceSynchronize();
+    cudaEventRecord(g_a, 0);
+}
+
+static double bracket_us(void)
+{
+    cudaEventRecord(g_b, 0);
+    cudaEventSynchronize(g_b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, g_a, g_b);
+    return ms * 1e3 - g_empty_us;
+}
+
+static void bracket_init(void)
+{
+    cudaFree(0);
+    cuInit(0);
+    cudaEventCreate(&g_a);
+    cudaEventCreate(&g_b);
+    g_empty_us = 0;
+    bracket_open();
+    g_empty_us = bracket_us();
+}
+
+/* Microseconds, to the float precision of cudaEventElapsedTime. */
+#define COSTS(got, want)                                                             \
+    do {                                                                             \
+        double got_ = (got), want_ = (want);                                         \
+        if (fabs(got_ - want_) > 0.01) {                                             \
+            fprintf(stderr, "%s:%d: %s took %.3f us, expected %.3f\n", __FILE__,     \
+                    __LINE__, #got, got_, want_);                                    \
+            return 1;                                                                \
+        }                                                                            \
+    } while (0)
+
+static double malloc_us(void **p, size_t bytes)
+{
+    bracket_open();
+    cudaMalloc(p, bytes);
+    return bracket_us();
+}
+
+static double free_us(void *p)
+{
+    bracket_open();
+    cudaFree(p);
+    return bracket_us();
+}
+
+/* Allocation: 6 us + 2 us per 2 MiB; free: 4 us + 1 us per 2 MiB; pinning:
+ * 2.3 ms + 0.909 us per 4 KiB page; unpinning 4 us + 0.09 us per page. */
+static int body_alloc_costs(void)
+{
+    bracket_init();
+    void *p, *q;
+    COSTS(malloc_us(&p, 1024), 8.0);
+    COSTS(free_us(p), 5.0);
+    COSTS(malloc_us(&q, 64 * MiB), 6.0 + 32 * 2.0);
+    COSTS(free_us(q), 4.0 + 32 * 1.0);
+    COSTS(malloc_us(&q, 64 * MiB + 1), 6.0 + 33 * 2.0); /* granules are whole */
+    cudaFree(q);
+    bracket_open();
+    CUdeviceptr d;
+    CHILD_CHECK(cuMemAlloc(&d, 64 * MiB) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 70.0);
+    bracket_open();
+    CHILD_CHECK(cuMemFree(d) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 36.0);
+    size_t pitch;
+    bracket_open();
+    CHILD_CHECK(cudaMallocPitch(&p, &pitch, 1000, 1000) == cudaSuccess); /* 1024 x 1000 B */
+    COSTS(bracket_us(), 8.0);
+    cudaFree(p);
+    bracket_open();
+    CHILD_CHECK(cudaMallocManaged(&p, 4 * MiB, cudaMemAttachGlobal) == cudaSuccess);
+    COSTS(bracket_us(), 10.0);
+    cudaFree(p);
+    /* Failing for want of memory still costs the call. */
+    COSTS(malloc_us(&p, (size_t)1 << 40), 6.0);
+    CHILD_CHECK(cudaGetLastError() == cudaErrorMemoryAllocation);
+    /* Pinning scales with pages: a cudaMallocHost of 64 MiB takes 17 ms. */
+    bracket_open();
+    CHILD_CHECK(cudaMallocHost(&p, 64 * MiB) == cudaSuccess);
+    COSTS(bracket_us(), 2300.0 + 16384 * 0.909);
+    bracket_open();
+    CHILD_CHECK(cudaFreeHost(p) == cudaSuccess);
+    COSTS(bracket_us(), 4.0 + 16384 * 0.09);
+    bracket_open();
+    CHILD_CHECK(cudaHostAlloc(&p, 4097, cudaHostAllocPortable) == cudaSuccess); /* two pages */
+    COSTS(bracket_us(), 2300.0 + 2 * 0.909);
+    bracket_open();
+    CHILD_CHECK(cuMemHostAlloc(&q, 4096, 0) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 2300.0 + 0.909);
+    bracket_open();
+    CHILD_CHECK(cuMemFreeHost(q) == CUDA_SUCCESS && cudaFreeHost(p) == cudaSuccess);
+    COSTS(bracket_us(), 2 * 4.0 + 3 * 0.09);
+    return 0;
+}
+
+static CUmemAllocationProp vmm_prop(void)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    return p;
+}
+
+static CUmemAccessDesc vmm_rw(void)
+{
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return a;
+}
+
+/* The VMM calls as kvcached's bench_vmm measured them on an A100 for 2 MiB
+ * pages; setting access and unmapping cost per mapping, not per granule. */
+static int body_vmm_costs(void)
+{
+    bracket_init();
+    CUmemAllocationProp prop = vmm_prop();
+    CUmemAccessDesc rw = vmm_rw();
+    const size_t g = 2 * MiB;
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle big, h[4];
+    bracket_open();
+    CHILD_CHECK(cuMemAddressReserve(&va, 16 * g, 0, 0, 0) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 19.0);
+    bracket_open();
+    CHILD_CHECK(cuMemCreate(&big, 4 * g, &prop, 0) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 7.58 + 4 * 185.74);
+    for (int i = 0; i < 4; i++) {
+        bracket_open();
+        CHILD_CHECK(cuMemCreate(&h[i], g, &prop, 0) == CUDA_SUCCESS);
+        COSTS(bracket_us(), 193.32);
+    }
+    /* One mapping of four granules: the cost of one. */
+    bracket_open();
+    CHILD_CHECK(cuMemMap(va, 4 * g, 0, big, 0) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 1.45);
+    bracket_open();
+    CHILD_CHECK(cuMemSetAccess(va, 4 * g, &rw, 1) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 35.99);
+    /* Four mappings of one granule each, opened and closed in one call. */
+    for (int i = 0; i < 4; i++)
+        CHILD_CHECK(cuMemMap(va + (4 + i) * g, g, 0, h[i], 0) == CUDA_SUCCESS);
+    bracket_open();
+    CHILD_CHECK(cuMemSetAccess(va + 4 * g, 4 * g, &rw, 1) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 1.45 + 4 * 34.54);
+    bracket_open();
+    CHILD_CHECK(cuMemUnmap(va + 4 * g, 4 * g) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 1.45 + 4 * 24.18);
+    bracket_open();
+    CHILD_CHECK(cuMemUnmap(va, 4 * g) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 25.63);
+    bracket_open();
+    CHILD_CHECK(cuMemRelease(big) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 7.58);
+    for (int i = 0; i < 4; i++)
+        CHILD_CHECK(cuMemRelease(h[i]) == CUDA_SUCCESS);
+    bracket_open();
+    CHILD_CHECK(cuMemAddressFree(va, 16 * g) == CUDA_SUCCESS);
+    COSTS(bracket_us(), 19.0);
+    /* A refused call costs nothing. */
+    bracket_open();
+    CHILD_CHECK(cuMemUnmap(va, g) == CUDA_ERROR_INVALID_VALUE);
+    COSTS(bracket_us(), 0.0);
+    return 0;
+}
+
+/* Device work the next call may have to wait for: a 256 MiB memset on a
+ * non-blocking stream (0.93 ms on the k40), with an event at its end. */
+static void busy_device(cudaStream_t s, void *buf, cudaEvent_t done)
+{
+    cudaMemsetAsync(buf, 0, 256 * MiB, s);
+    cudaEventRecord(done, s);
+}
+
+/* Host time from the end of the device's work to the return of the call
+ * just made: the call waited for the device when this is its own cost. */
+static double since_us(cudaEvent_t done)
+{
+    cudaEventRecord(g_b, 0);
+    cudaEventSynchronize(g_b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, done, g_b);
+    return ms * 1e3 - g_empty_us;
+}
+
+/* Freeing device or pinned memory, setting access and unmapping wait for
+ * the device first; allocating does not, nor does cudaFreeAsync of a
+ * cudaMalloc allocation, which waits for its own stream only. */
+static int body_waits(void)
+{
+    bracket_init();
+    cudaStream_t s, t;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking);
+    cudaEvent_t done;
+    cudaEventCreate(&done);
+    void *buf, *p, *pin;
+    CHILD_CHECK(cudaMalloc(&buf, 256 * MiB) == cudaSuccess && cudaMallocHost(&pin, MiB) == cudaSuccess);
+
+    busy_device(s, buf, done);
+    CHILD_CHECK(cudaMalloc(&p, 2 * MiB) == cudaSuccess);
+    CHILD_CHECK(cudaEventQuery(done) == cudaErrorNotReady);
+    CHILD_CHECK(cudaFree(p) == cudaSuccess);
+    COSTS(since_us(done), 5.0);
+
+    CUdeviceptr d;
+    CHILD_CHECK(cuMemAlloc(&d, 2 * MiB) == CUDA_SUCCESS);
+    busy_device(s, buf, done);
+    CHILD_CHECK(cuMemFree(d) == CUDA_SUCCESS);
+    COSTS(since_us(done), 5.0);
+
+    busy_device(s, buf, done);
+    CHILD_CHECK(cudaFreeHost(pin) == cudaSuccess);
+    COSTS(since_us(done), 4.0 + 256 * 0.09);
+
+    CUmemAllocationProp prop = vmm_prop();
+    CUmemAccessDesc rw = vmm_rw();
+    CUdeviceptr va;
+    CUmemGenericAllocationHandle h;
+    CHILD_CHECK(cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0) == CUDA_SUCCESS);
+    CHILD_CHECK(cuMemCreate(&h, 2 * MiB, &prop, 0) == CUDA_SUCCESS);
+    CHILD_CHECK(cuMemMap(va, 2 * MiB, 0, h, 0) == CUDA_SUCCESS);
+    busy_device(s, buf, done);
+    CHILD_CHECK(cuMemSetAccess(va, 2 * MiB, &rw, 1) == CUDA_SUCCESS);
+    COSTS(since_us(done), 35.99);
+    busy_device(s, buf, done);
+    CHILD_CHECK(cuMemUnmap(va, 2 * MiB) == CUDA_SUCCESS);
+    COSTS(since_us(done), 25.63);
+
+    CHILD_CHECK(cudaMalloc(&p, 2 * MiB) == cudaSuccess);
+    busy_device(s, buf, done);
+    CHILD_CHECK(cudaFreeAsync(p, t) == cudaSuccess);
+    CHILD_CHECK(cudaEventQuery(done) == cudaErrorNotReady);
+    return 0;
+}
+
 static const struct sim_child_body bodies[] = {
     {"body_direction_rates", body_direction_rates},
     {"body_duplex", body_duplex},
     {"body_duplex_only_overlap", body_duplex_only_overlap},
     {"body_shape_penalty", body_shape_penalty},
+    {"body_alloc_costs", body_alloc_costs},
+    {"body_vmm_costs", body_vmm_costs},
+    {"body_waits", body_waits},
 };
 
 static void run_on(const char *profile, const char *body)
@@ -190,6 +448,21 @@ static void test_shape_penalty(void **state)
     run_on("v100", "body_shape_penalty");
 }
 
+/* The same costs on every profile. */
+static void test_alloc_costs(void **state)
+{
+    (void)state;
+    run_on("k40", "body_alloc_costs");
+    run_on("h100", "body_alloc_costs");
+}
+static void test_vmm_costs(void **state)
+{
+    (void)state;
+    run_on("h100", "body_vmm_costs");
+    run_on("titanx", "body_vmm_costs");
+}
+static void test_frees_and_remaps_wait_for_the_device(void **state) { (void)state; run_on("k40", "body_waits"); }
+
 int main(int argc, char **argv)
 {
     sim_child_main(argc, argv, bodies, sizeof bodies / sizeof bodies[0]);
@@ -198,6 +471,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_duplex_shares_the_link),
         cmocka_unit_test(test_duplex_only_while_overlapping),
         cmocka_unit_test(test_shape_penalty),
+        cmocka_unit_test(test_alloc_costs),
+        cmocka_unit_test(test_vmm_costs),
+        cmocka_unit_test(test_frees_and_remaps_wait_for_the_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

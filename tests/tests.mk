@@ -26,6 +26,12 @@ $(BUILD)/tests/test_sim_graph: $(BUILD)/tests/test_sim_graph.o $(SIM_LIBS) | $(S
                                 $(SIM_DIR)/libcublas.so.13
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
 TEST_BINS += $(BUILD)/tests/test_sim_graph
+
+# A memory manager's swaps of VMM memory, in order and racing (the hazard
+# checker), with a memset and cuBLAS on the framework's side.
+$(BUILD)/tests/test_sim_swap_hazards: $(BUILD)/tests/test_sim_swap_hazards.o $(SIM_LIBS) | $(SIM_DIR)/libcublas.so.13
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUBLAS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka
+TEST_BINS += $(BUILD)/tests/test_sim_swap_hazards
 TEST_SCRIPTS += tests/test_sim_exports.sh
 
 # The same entry points with libsn preloaded (tests/test_sn_sim_apis.sh).

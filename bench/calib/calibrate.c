@@ -1,6 +1,7 @@
 /*
  * calibrate.c — the per-operation half of the simulator's calibration: it
- * times single cuDNN convolutions and host<->device copies the way the
+ * times single cuDNN convolutions, host<->device copies and the host side
+ * of memory-management calls the way the
  * published benchmarks it is compared with do, so that bench/calibrate.sh
  * can put the simulated figure next to the published one.
  *
@@ -17,6 +18,13 @@
  *       nvbandwidth's host_to_device_bidirectional_memcpy_ce: a stream of
  *       copies in each direction at once against the same copies alone;
  *       prints "duplex one_way <GB/s> both_ways <GB/s> ratio <both/one>"
+ *   calibrate host OP BYTES
+ *       the host time of one memory-management call on an idle device, as
+ *       the published micro-benchmarks take it (a timer around each call):
+ *       OP is cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost,
+ *       cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease,
+ *       cuMemMap, cuMemSetAccess or cuMemUnmap, on BYTES (one VMM handle of
+ *       BYTES); prints "host <op> <us> us", the mean over the calls
  *
  * Like the reference trainer it is an ordinary CUDA program (real headers,
  * real import libraries): LD_LIBRARY_PATH decides whether it runs on the
@@ -27,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -42,6 +51,14 @@ static void die_cudnn(cudnnStatus_t s, const char *what)
     fprintf(stderr, "calibrate: %s: %s\n", what, cudnnGetErrorString(s));
     exit(1);
 }
+static void die_cu(CUresult r, const char *what)
+{
+    const char *name = NULL;
+    cuGetErrorName(r, &name);
+    fprintf(stderr, "calibrate: %s: %s\n", what, name ? name : "unknown driver error");
+    exit(1);
+}
+#define CU(call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) die_cu(r_, #call); } while (0)
 #define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) die_cuda(e_, #call); } while (0)
 #define DK(call) do { cudnnStatus_t s_ = (call); if (s_ != CUDNN_STATUS_SUCCESS) die_cudnn(s_, #call); } while (0)
 
@@ -236,6 +253,113 @@ static int run_copy(const char *dir, const char *size, int duplex)
     return 0;
 }
 
+/* ---- host side of memory management ------------------------------------- */
+
+enum host_op { H_MALLOC, H_FREE, H_PIN, H_UNPIN, H_RESERVE, H_ADDR_FREE, H_CREATE, H_RELEASE, H_MAP, H_ACCESS, H_UNMAP };
+static const char *const k_host_ops[] = {"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost",
+                                         "cuMemAddressReserve", "cuMemAddressFree", "cuMemCreate",
+                                         "cuMemRelease", "cuMemMap", "cuMemSetAccess", "cuMemUnmap"};
+
+/* The object one measured call works on. */
+struct host_obj { void *p; CUdeviceptr va; CUmemGenericAllocationHandle h; size_t bytes; };
+
+static void host_step(enum host_op op, struct host_obj *o)
+{
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemAccessDesc acc = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    switch (op) {
+    case H_MALLOC: CK(cudaMalloc(&o->p, o->bytes)); break;
+    case H_FREE: CK(cudaFree(o->p)); break;
+    case H_PIN: CK(cudaMallocHost(&o->p, o->bytes)); break;
+    case H_UNPIN: CK(cudaFreeHost(o->p)); break;
+    case H_RESERVE: CU(cuMemAddressReserve(&o->va, o->bytes, 0, 0, 0)); break;
+    case H_ADDR_FREE: CU(cuMemAddressFree(o->va, o->bytes)); break;
+    case H_CREATE: CU(cuMemCreate(&o->h, o->bytes, &prop, 0)); break;
+    case H_RELEASE: CU(cuMemRelease(o->h)); break;
+    case H_MAP: CU(cuMemMap(o->va, o->bytes, 0, o->h, 0)); break;
+    case H_ACCESS: CU(cuMemSetAccess(o->va, o->bytes, &acc, 1)); break;
+    case H_UNMAP: CU(cuMemUnmap(o->va, o->bytes)); break;
+    }
+}
+
+/* Brings the object to the state op starts from (the VMM steps in
+ * kvcached's bench_vmm order: reserve, create, map, set access, unmap). */
+static void host_setup(enum host_op op, struct host_obj *o)
+{
+    switch (op) {
+    case H_FREE: host_step(H_MALLOC, o); break;
+    case H_UNPIN: host_step(H_PIN, o); break;
+    case H_ADDR_FREE: host_step(H_RESERVE, o); break;
+    case H_RELEASE: host_step(H_CREATE, o); break;
+    case H_UNMAP: host_step(H_RESERVE, o), host_step(H_CREATE, o), host_step(H_MAP, o), host_step(H_ACCESS, o); break;
+    case H_ACCESS: host_step(H_RESERVE, o), host_step(H_CREATE, o), host_step(H_MAP, o); break;
+    case H_MAP: host_step(H_RESERVE, o), host_step(H_CREATE, o); break;
+    default: break;
+    }
+}
+
+/* Gives back what is left after op. */
+static void host_teardown(enum host_op op, struct host_obj *o)
+{
+    switch (op) {
+    case H_MALLOC: host_step(H_FREE, o); break;
+    case H_PIN: host_step(H_UNPIN, o); break;
+    case H_RESERVE: host_step(H_ADDR_FREE, o); break;
+    case H_CREATE: host_step(H_RELEASE, o); break;
+    case H_MAP: case H_ACCESS: host_step(H_UNMAP, o); /* fall through */
+    case H_UNMAP: host_step(H_RELEASE, o), host_step(H_ADDR_FREE, o); break;
+    default: break;
+    }
+}
+
+/* Events on the idle legacy stream bracket each call; what an empty
+ * bracket measures (the second record's own cost) is taken off. */
+static int run_host(const char *name, const char *size)
+{
+    char *end;
+    unsigned long long bytes = strtoull(size, &end, 10);
+    int op = -1;
+    for (int i = 0; i < (int)(sizeof k_host_ops / sizeof k_host_ops[0]); i++)
+        if (!strcmp(name, k_host_ops[i]))
+            op = i;
+    if (*end || bytes == 0 || op < 0) {
+        fprintf(stderr, "calibrate: host: expected an operation and a byte count\n");
+        return 2;
+    }
+    CK(cudaFree(0));
+    CU(cuInit(0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, 0));
+    CK(cudaEventRecord(b, 0));
+    CK(cudaEventSynchronize(b));
+    float empty = 0;
+    CK(cudaEventElapsedTime(&empty, a, b));
+    /* Each call on an object of its own; one call above 1 GiB. */
+    int count = bytes > (1ull << 30) ? 1 : REPEATS;
+    double sum_ms = 0;
+    for (int i = 0; i < count; i++) {
+        struct host_obj o = {.bytes = bytes};
+        host_setup(op, &o);
+        CK(cudaDeviceSynchronize());
+        CK(cudaEventRecord(a, 0));
+        host_step(op, &o);
+        CK(cudaEventRecord(b, 0));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        sum_ms += ms - empty;
+        host_teardown(op, &o);
+    }
+    printf("host %s %.3f us\n", name, sum_ms / count * 1e3);
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 13 && !strcmp(argv[1], "conv"))
@@ -244,8 +368,11 @@ int main(int argc, char **argv)
         return run_copy(argv[2], argv[3], 0);
     if (argc == 3 && !strcmp(argv[1], "duplex"))
         return run_copy("", argv[2], 1);
+    if (argc == 4 && !strcmp(argv[1], "host"))
+        return run_host(argv[2], argv[3]);
     fprintf(stderr, "usage: calibrate conv W H C N K R S PAD_W PAD_H STRIDE_W STRIDE_H\n"
                     "       calibrate copy h2d|d2h BYTES\n"
-                    "       calibrate duplex BYTES\n");
+                    "       calibrate duplex BYTES\n"
+                    "       calibrate host OP BYTES\n");
     return 2;
 }
