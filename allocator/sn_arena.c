@@ -498,6 +498,11 @@ void sn_arena_device_synced(sn_arena *ar)
  * cached handles first, then free blocks still mapped (their contents are
  * dead), then the least recently used unpinned blocks. Returns 0 when
  * enough was found. */
+static uint64_t victim_use(const sn_block *b)
+{
+    return b ? b->last_use : 0;
+}
+
 static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
 {
     uint64_t want = *wantp;
@@ -519,9 +524,12 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
             sn_block *b = ar->blocks[i];
             if (!b->resident || b->busy || b->pins || b->library || b->mark == ar->clock)
                 continue;
-            /* free blocks first, then least recently used */
-            if (!victim || (b->is_free && !victim->is_free) ||
-                (b->is_free == victim->is_free && b->last_use < victim->last_use))
+            /* free blocks first, then least recently used (the test switch
+             * early-swap-out takes the most recently used: the one whose
+             * last use may still be running) */
+            int older = sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT ? b->last_use > victim_use(victim)
+                                                                       : b->last_use < victim_use(victim);
+            if (!victim || (b->is_free && !victim->is_free) || (b->is_free == victim->is_free && older))
                 victim = b;
         }
         if (!victim)

@@ -40,3 +40,4 @@ $(BUILD)/tests/test_sn_sim_apis: $(BUILD)/tests/test_sn_sim_apis.o $(SIM_LIBS)
 TEST_BINS += $(BUILD)/tests/test_sn_sim_apis
 TEST_SCRIPTS += tests/test_sn_sim_apis.sh
 TEST_SCRIPTS += tests/test_sn_manage.sh
+TEST_SCRIPTS += tests/test_sn_broken.sh
