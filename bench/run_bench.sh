@@ -169,3 +169,8 @@ if [ -x "$PWD/$BUILD/sn_overhead" ] && command -v valgrind >/dev/null; then
 else
     echo "run_bench.sh: valgrind or $BUILD/sn_overhead missing; libsn_overhead.md not refreshed" >&2
 fi
+
+# Manage mode: cost with nothing to move, demand swapping below the peak.
+if [ -f "$PWD/$BUILD/libsn.so" ]; then
+    BUILD=$BUILD OUT=$OUT bench/manage_bench.sh >/dev/null && echo "wrote $OUT/manage.md"
+fi
