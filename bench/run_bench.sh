@@ -12,6 +12,8 @@
 #                         style, and under libsn when $BUILD/libsn.so exists
 #   calibration.md        the simulated clock against published measurements
 #                         (bench/calibrate.sh)
+#   gtbm.md               GTBM placement against best fit on the dynamic
+#                         style's allocation traces (bench/gtbm_bench.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 set -u
@@ -162,6 +164,11 @@ largest_batch() {
     done
 } >"$OUT/trainer_max_batch.md"
 echo "wrote $OUT/trainer_max_batch.md ($(($(date +%s) - started)) s)"
+
+# Placement policies on recorded allocation sequences (no device time).
+if ! BUILD=$BUILD bench/gtbm_bench.sh "$OUT/gtbm.md"; then
+    echo "run_bench.sh: gtbm.md not refreshed (see above)" >&2
+fi
 
 # Instructions per intercepted call, pass-through and trace mode (callgrind).
 if [ -x "$PWD/$BUILD/sn_overhead" ] && command -v valgrind >/dev/null; then

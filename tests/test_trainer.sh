@@ -6,7 +6,8 @@
 # weights; full-size networks run with compute off on a large simulated
 # device and report their memory peak and time; the 12 GB K40 profile ends
 # VGG-16 at batch 256 and ResNet-152 at batch 64 with a clean out-of-memory;
-# --kernels runs on the simulation and is refused on the real libraries.
+# --kernels runs on the simulation and is refused on the real libraries;
+# --log-allocs records the allocations with their roles.
 # Prints TAP-like "ok N - ..." / "not ok N - ..." lines.
 set -u
 BUILD=${BUILD:-build}
@@ -107,6 +108,65 @@ concats=$(grep -c '^layer [0-9]* concat ' "$TMP/graph.txt" 2>/dev/null || echo 0
     grep -q '^net densenet ' "$TMP/graph.txt"
 check "--dump-graph writes the layer list ($layers layers, $concats joins)" $? "$TMP/dump.err"
 
+# 4b. --log-allocs: every allocation and free the trainer makes, with the
+#     buffer's role and facts, and the iterations between them; logging
+#     changes nothing else.
+run logged --net resnet ${SMALL[resnet]} --iters $ITERS --alloc dynamic --seed 7 \
+    --log-allocs "$TMP/allocs.log"
+run graph-r --net resnet ${SMALL[resnet]} --iters 1 --dump-graph "$TMP/graph-r.txt"
+params=$(awk '$1 == "counts" { print $7 }' "$TMP/graph-r.txt")
+peak_b=$(( $(field logged peak) * 1048576 ))
+awk -v iters=$ITERS -v params="$params" -v peak="$peak_b" '
+    /^#/ { next }
+    $1 == "iter" {
+        if ($2 != ++it) bad = bad " iter-order"
+        live_at[it] = nlive
+        next
+    }
+    $1 == "alloc" {
+        if (NF < 8 || $3 !~ /^[0-9]+$/) bad = bad " format"
+        if ($2 in size) bad = bad " realloc:" $2
+        size[$2] = $3; nlive++; bytes += $3
+        if (bytes > most) most = bytes
+        role[$4]++
+        if (it == 0 && $4 != "weight" && $4 != "state" && $4 != "constant") bad = bad " setup:" $4
+        if (it == 0 && $4 == "weight") weights++
+        if ($5 > 1) fork++
+        if ($6 == 1) join++
+        if ($7 == 1) accum++
+        next
+    }
+    $1 == "free" {
+        if (!($2 in size)) { bad = bad " free:" $2; next }
+        if (it == 0) bad = bad " setup-free"
+        bytes -= size[$2]; nlive--; delete size[$2]
+        next
+    }
+    { bad = bad " line:" $1 }
+    END {
+        if (it != iters) bad = bad " iters=" it
+        if (weights != params) bad = bad " weights=" weights "/" params
+        # per-iteration buffers all go within their iteration; momentum
+        # comes in the first update and stays
+        for (k = 3; k <= it; k++) if (live_at[k] != live_at[2]) bad = bad " unsteady:" k
+        if (nlive != live_at[2]) bad = bad " end-live"
+        split("input activation gradient weight-grad momentum saved", need, " ")
+        for (k in need) if (!role[need[k]]) bad = bad " no-" need[k]
+        if (!fork || !join || !accum) bad = bad " facts:" fork "/" join "/" accum
+        if (most > peak) bad = bad " live>" peak
+        if (bad != "") { print "log:" bad > "/dev/stderr"; exit 1 }
+    }' "$TMP/allocs.log" 2>"$TMP/logcheck.err" &&
+    cmp -s <(losses logged; field logged checksum) <(losses resnet-dynamic; field resnet-dynamic checksum)
+check "--log-allocs records every allocation and free with its role, per iteration" $? \
+    "$TMP/logcheck.err" "$TMP/logged.err"
+run logged-dk --net resnet ${SMALL[resnet]} --iters 2 --alloc darknet --log-allocs "$TMP/dk.log"
+awk '$1 == "iter" { it = 1 } $1 == "alloc" && it { bad = 1 } $1 == "free" { bad = 1 }
+     END { exit bad || !it }' "$TMP/dk.log" && [ "$(rc_of logged-dk)" -eq 0 ]
+check "--log-allocs under darknet allocation: everything at setup, nothing freed" $? "$TMP/dk.log"
+run log-bad --net resnet ${SMALL[resnet]} --iters 1 --log-allocs "$TMP/no/such/dir/log"
+[ "$(rc_of log-bad)" -eq 2 ] && grep -q 'no/such/dir' "$TMP/log-bad.err"
+check "--log-allocs to an unwritable path exits 2" $? "$TMP/log-bad.err"
+
 # 5. Kernel launches of host functions: the loss still falls.
 run kernels --net resnet ${SMALL[resnet]} --iters $ITERS --kernels --seed 7
 check_training kernels $ITERS "--kernels trains through host-function kernel launches"
@@ -161,7 +221,8 @@ unset SIMGPU_COMPUTE
 # 8. Bad usage is refused with exit status 2.
 "$SNTRAIN" --net lenet >/dev/null 2>&1; r1=$?
 "$SNTRAIN" --net resnet --alloc pool >/dev/null 2>&1; r2=$?
-"$SNTRAIN" --help | grep -q -- '--dump-graph'; r3=$?
+"$SNTRAIN" --help | grep -q -- '--dump-graph' && "$SNTRAIN" --help | grep -q -- '--log-allocs'
+r3=$?
 [ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ]
 check "unknown network or style exits 2; --help lists the options" $?
 

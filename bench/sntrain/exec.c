@@ -14,6 +14,7 @@
 #include "bench/sntrain/trainer.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,24 @@ const char *alloc_style_name(enum alloc_style a)
     case ALLOC_CAFFE: return "caffe";
     case ALLOC_DARKNET: return "darknet";
     case ALLOC_DYNAMIC: return "dynamic";
+    }
+    return "?";
+}
+
+const char *buf_role_name(enum buf_role r)
+{
+    switch (r) {
+    case ROLE_WEIGHT: return "weight";
+    case ROLE_MOMENTUM: return "momentum";
+    case ROLE_WGRAD: return "weight-grad";
+    case ROLE_STATE: return "state";
+    case ROLE_CONSTANT: return "constant";
+    case ROLE_INPUT: return "input";
+    case ROLE_ACTIVATION: return "activation";
+    case ROLE_GRADIENT: return "gradient";
+    case ROLE_SAVED: return "saved";
+    case ROLE_WORKSPACE: return "workspace";
+    case ROLE_PREFETCH: return "prefetch";
     }
     return "?";
 }
@@ -61,8 +80,8 @@ static void count_step(trainer *tr)
 
 /* ---- buffers ------------------------------------------------------------ */
 
-static int new_buf(trainer *tr, enum buf_class cls, size_t bytes, const char *fmt, const char *a,
-                   const char *b)
+static int new_buf(trainer *tr, enum buf_class cls, enum buf_role role, size_t bytes,
+                   const char *fmt, const char *a, const char *b)
 {
     if (tr->nbufs == tr->cap_bufs) {
         int cap = tr->cap_bufs ? tr->cap_bufs * 2 : 256;
@@ -80,6 +99,8 @@ static int new_buf(trainer *tr, enum buf_class cls, size_t bytes, const char *fm
     d->bytes = bytes;
     d->cls = cls;
     d->first = d->last = -1;
+    d->role = role;
+    d->consumers = 1;
     return tr->nbufs++;
 }
 
@@ -92,8 +113,10 @@ void trainer_sample_memory(trainer *tr)
         tr->peak_used = total_b - free_b;
 }
 
-static void *dev_malloc(trainer *tr, size_t bytes, const char *what)
+/* d names the buffer and says what --log-allocs reports of it. */
+static void *dev_malloc(trainer *tr, size_t bytes, const dbuf *d)
 {
+    const char *what = d->name;
     if (bytes == 0)
         return NULL;
     void *p = NULL;
@@ -123,6 +146,9 @@ static void *dev_malloc(trainer *tr, size_t bytes, const char *what)
     tr->held_bytes += bytes;
     tr->held_count++;
     trainer_sample_memory(tr);
+    if (tr->alloc_log)
+        fprintf(tr->alloc_log, "alloc %#" PRIxPTR " %zu %s %d %d %d %s\n", (uintptr_t)p, bytes,
+                buf_role_name(d->role), d->consumers, d->join, d->accum, what);
     return p;
 }
 
@@ -131,6 +157,8 @@ static void dev_free(trainer *tr, void *p, size_t bytes)
     if (!p)
         return;
     CUDA_CHECK(cudaFree(p));
+    if (tr->alloc_log)
+        fprintf(tr->alloc_log, "free %#" PRIxPTR "\n", (uintptr_t)p);
     tr->held_bytes -= bytes;
     tr->held_count--;
 }
@@ -139,7 +167,7 @@ static void buf_alloc(trainer *tr, int id)
 {
     dbuf *d = &tr->bufs[id];
     if (!d->ptr)
-        d->ptr = dev_malloc(tr, d->bytes, d->name);
+        d->ptr = dev_malloc(tr, d->bytes, d);
 }
 
 static void buf_release(trainer *tr, int id)
@@ -165,9 +193,9 @@ static void *ws_acquire(trainer *tr, int layer_idx, size_t bytes)
     case ALLOC_CAFFE: return P(tr, tr->lrt[layer_idx].ws_buf);
     case ALLOC_DYNAMIC: break;
     }
-    char what[96];
-    snprintf(what, sizeof what, "%s.workspace", tr->n->layers[layer_idx].name);
-    return dev_malloc(tr, bytes, what);
+    dbuf ws = {.role = ROLE_WORKSPACE, .consumers = 1};
+    snprintf(ws.name, sizeof ws.name, "%s.workspace", tr->n->layers[layer_idx].name);
+    return dev_malloc(tr, bytes, &ws);
 }
 
 static void ws_release(trainer *tr, void *ws, size_t bytes)
@@ -427,14 +455,14 @@ static void setup_layer(trainer *tr, int li)
         CUDNN_CHECK(cudnnCreateTensorDescriptor(&r->bn_desc));
         CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(r->bn_desc, tr->trt[l->in[0]].desc,
                                                   CUDNN_BATCHNORM_SPATIAL));
-        r->run_mean = new_buf(tr, BUF_SETUP, sizeof(float) * (size_t)y.c, "%s%s", l->name,
-                              ".running_mean");
-        r->run_var = new_buf(tr, BUF_SETUP, sizeof(float) * (size_t)y.c, "%s%s", l->name,
-                             ".running_var");
-        r->save_mean = new_buf(tr, BUF_TRANSIENT, sizeof(float) * (size_t)y.c, "%s%s", l->name,
-                               ".saved_mean");
-        r->save_inv = new_buf(tr, BUF_TRANSIENT, sizeof(float) * (size_t)y.c, "%s%s", l->name,
-                              ".saved_inv_variance");
+        r->run_mean = new_buf(tr, BUF_SETUP, ROLE_STATE, sizeof(float) * (size_t)y.c, "%s%s",
+                              l->name, ".running_mean");
+        r->run_var = new_buf(tr, BUF_SETUP, ROLE_STATE, sizeof(float) * (size_t)y.c, "%s%s",
+                             l->name, ".running_var");
+        r->save_mean = new_buf(tr, BUF_TRANSIENT, ROLE_SAVED, sizeof(float) * (size_t)y.c, "%s%s",
+                               l->name, ".saved_mean");
+        r->save_inv = new_buf(tr, BUF_TRANSIENT, ROLE_SAVED, sizeof(float) * (size_t)y.c, "%s%s",
+                              l->name, ".saved_inv_variance");
         break;
     case L_RELU:
         CUDNN_CHECK(cudnnCreateActivationDescriptor(&r->adesc));
@@ -468,8 +496,10 @@ static void setup_layer(trainer *tr, int li)
         CUDNN_CHECK(cudnnDropoutGetStatesSize(tr->dnn, &states));
         CUDNN_CHECK(cudnnDropoutGetReserveSpaceSize(tr->trt[l->in[0]].desc, &reserve));
         CUDNN_CHECK(cudnnCreateDropoutDescriptor(&r->ddesc));
-        r->states = new_buf(tr, BUF_SETUP, states, "%s%s", l->name, ".dropout_states");
-        r->reserve = new_buf(tr, BUF_TRANSIENT, reserve, "%s%s", l->name, ".dropout_reserve");
+        r->states = new_buf(tr, BUF_SETUP, ROLE_STATE, states, "%s%s", l->name,
+                            ".dropout_states");
+        r->reserve = new_buf(tr, BUF_TRANSIENT, ROLE_SAVED, reserve, "%s%s", l->name,
+                             ".dropout_reserve");
         break;
     }
     case L_ADD:
@@ -534,18 +564,28 @@ static void create_buffers(trainer *tr)
         }
         size_t bytes = shape_count(x->s) * sizeof(float);
         snprintf(what, sizeof what, "%s", x->name);
-        r->data = new_buf(tr, BUF_TRANSIENT, bytes, "%s%s", what,
-                          t == n->label_tensor ? "" : ".data");
-        r->diff = x->needs_diff ? new_buf(tr, BUF_TRANSIENT, bytes, "%s%s", what, ".diff") : -1;
+        int input = !prod || prod->type == L_DATA;
+        r->data = new_buf(tr, BUF_TRANSIENT, input ? ROLE_INPUT : ROLE_ACTIVATION, bytes, "%s%s",
+                          what, t == n->label_tensor ? "" : ".data");
+        tr->bufs[r->data].consumers = x->nconsumers;
+        tr->bufs[r->data].join = prod && prod->nin > 1;
+        r->diff = x->needs_diff ? new_buf(tr, BUF_TRANSIENT, ROLE_GRADIENT, bytes, "%s%s", what,
+                                          ".diff")
+                                : -1;
+        /* every reader's backward step adds its share */
+        if (r->diff >= 0)
+            tr->bufs[r->diff].accum = x->nconsumers > 1;
     }
     for (int p = 0; p < n->nparams; p++) {
         const param *q = &n->params[p];
         size_t bytes = q->count * sizeof(float);
-        tr->prt[p].value = new_buf(tr, BUF_SETUP, bytes, "%s%s", q->name, "");
-        tr->prt[p].grad = new_buf(tr, BUF_TRANSIENT, bytes, "%s%s", q->name, ".grad");
-        tr->prt[p].hist = new_buf(tr, BUF_KEEP, bytes, "%s%s", q->name, ".momentum");
+        tr->prt[p].value = new_buf(tr, BUF_SETUP, ROLE_WEIGHT, bytes, "%s%s", q->name, "");
+        tr->prt[p].grad = new_buf(tr, BUF_TRANSIENT, ROLE_WGRAD, bytes, "%s%s", q->name, ".grad");
+        tr->prt[p].hist = new_buf(tr, BUF_KEEP, ROLE_MOMENTUM, bytes, "%s%s", q->name,
+                                  ".momentum");
     }
-    tr->ones = new_buf(tr, BUF_SETUP, sizeof(float) * (size_t)n->input.n, "%s%s", "fc_ones", "");
+    tr->ones = new_buf(tr, BUF_SETUP, ROLE_CONSTANT, sizeof(float) * (size_t)n->input.n, "%s%s",
+                       "fc_ones", "");
     for (int li = 0; li < n->nlayers; li++)
         setup_layer(tr, li);
     tr->shared_ws = -1;
@@ -559,10 +599,12 @@ static void create_buffers(trainer *tr)
         if (r->ws_bwd > need) need = r->ws_bwd;
         if (need > largest) largest = need;
         if (tr->opt->alloc == ALLOC_CAFFE && need > 0)
-            r->ws_buf = new_buf(tr, BUF_KEEP, need, "%s%s", n->layers[li].name, ".workspace");
+            r->ws_buf = new_buf(tr, BUF_KEEP, ROLE_WORKSPACE, need, "%s%s", n->layers[li].name,
+                                ".workspace");
     }
     if (tr->opt->alloc == ALLOC_DARKNET && largest > 0)
-        tr->shared_ws = new_buf(tr, BUF_SETUP, largest, "%s%s", "shared_workspace", "");
+        tr->shared_ws = new_buf(tr, BUF_SETUP, ROLE_WORKSPACE, largest, "%s%s",
+                                "shared_workspace", "");
     /* Lifetimes in steps. */
     uses u = {0};
     for (int s = 0; s < tr->nsteps; s++) {
@@ -677,6 +719,20 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
         tr->kernels_ready = 1;
     }
 
+    if (opt->log_allocs) {
+        tr->alloc_log = fopen(opt->log_allocs, "w");
+        if (!tr->alloc_log) {
+            perror(opt->log_allocs);
+            return EXIT_USAGE;
+        }
+        fprintf(tr->alloc_log,
+                "# sntrain allocation log: %s, batch %d, input %dx%d, %s allocation\n"
+                "# alloc <address> <bytes> <role> <consumers> <join> <accumulated> <name>\n"
+                "# free <address>\n"
+                "# iter <i> (before iteration i's first allocation)\n",
+                n->variant, n->input.n, n->input.h, n->input.w, alloc_style_name(opt->alloc));
+    }
+
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaFree(0)); /* create the context before the first sample */
     trainer_sample_memory(tr);
@@ -720,14 +776,14 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
         pf->onehot_bytes = onehot_bytes;
         for (int s = 0; s < PREFETCH_SLOTS; s++) {
             prefetch_slot *sl = &pf->slot[s];
-            char what[64];
+            dbuf slot = {.role = ROLE_PREFETCH, .consumers = 1};
             CUDA_CHECK(cudaMallocHost((void **)&sl->host_images, image_bytes));
             CUDA_CHECK(cudaMallocHost((void **)&sl->host_onehot, onehot_bytes));
             sl->labels = calloc((size_t)n->input.n, sizeof(int));
-            snprintf(what, sizeof what, "prefetch[%d].data", s);
-            sl->dev_images = dev_malloc(tr, image_bytes, what);
-            snprintf(what, sizeof what, "prefetch[%d].label", s);
-            sl->dev_onehot = dev_malloc(tr, onehot_bytes, what);
+            snprintf(slot.name, sizeof slot.name, "prefetch[%d].data", s);
+            sl->dev_images = dev_malloc(tr, image_bytes, &slot);
+            snprintf(slot.name, sizeof slot.name, "prefetch[%d].label", s);
+            sl->dev_onehot = dev_malloc(tr, onehot_bytes, &slot);
         }
         CUDA_CHECK(cudaMallocHost((void **)&tr->host_prob, prob_bytes));
         if (prefetch_start(pf) != 0)
@@ -1039,6 +1095,8 @@ float trainer_iteration(trainer *tr)
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaEventRecord(start, 0));
     tr->training = 1;
+    if (tr->alloc_log)
+        fprintf(tr->alloc_log, "iter %ld\n", tr->iter + 1);
     /* --phase-times: events after the data step, the last forward step (the
      * loss) and the last backward step, so that published forward+backward
      * figures, which leave out data loading and the update, can be compared. */
@@ -1114,8 +1172,21 @@ uint64_t trainer_checksum(trainer *tr)
     return h;
 }
 
+int trainer_close_log(trainer *tr)
+{
+    if (!tr->alloc_log)
+        return 0;
+    int bad = ferror(tr->alloc_log);
+    bad |= fclose(tr->alloc_log) != 0;
+    tr->alloc_log = NULL;
+    if (bad)
+        fprintf(stderr, "sntrain: could not write %s\n", tr->opt->log_allocs);
+    return bad ? -1 : 0;
+}
+
 void trainer_teardown(trainer *tr)
 {
+    trainer_close_log(tr);
     prefetch_stop(&tr->pf);
     set_exit_hook(NULL);
     active_trainer = NULL;

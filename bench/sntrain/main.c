@@ -55,6 +55,9 @@ static void usage(FILE *f)
             "  --phase-times         after each iteration line, print the device time of\n"
             "                        its data loading, forward, backward and update steps\n"
             "  --dump-graph FILE     write the layer list (type, shapes, inputs, outputs)\n"
+            "  --log-allocs FILE     write every device allocation and free the trainer\n"
+            "                        makes, with the buffer's role (weight, activation,\n"
+            "                        gradient, workspace, ...), and a line per iteration\n"
             "  --help                this text\n"
             "\n"
             "Defaults for --depth, --width, --batch, --input and --classes depend on the\n"
@@ -102,7 +105,7 @@ int main(int argc, char **argv)
     o.workspace_limit_mib = -1;
 
     enum { O_NET = 256, O_DEPTH, O_WIDTH, O_BATCH, O_INPUT, O_CLASSES, O_ITERS, O_ALLOC, O_SEED,
-           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_HELP };
+           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_LOG_ALLOCS, O_HELP };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},
         {"depth", required_argument, 0, O_DEPTH},
@@ -120,6 +123,7 @@ int main(int argc, char **argv)
         {"kernels", no_argument, 0, O_KERNELS},
         {"phase-times", no_argument, 0, O_PHASES},
         {"dump-graph", required_argument, 0, O_DUMP},
+        {"log-allocs", required_argument, 0, O_LOG_ALLOCS},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -181,6 +185,7 @@ int main(int argc, char **argv)
         case O_KERNELS: o.kernels = 1; break;
         case O_PHASES: o.phase_times = 1; break;
         case O_DUMP: o.dump_graph = optarg; break;
+        case O_LOG_ALLOCS: o.log_allocs = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return EXIT_USAGE;
         }
@@ -236,6 +241,8 @@ int main(int argc, char **argv)
         if (o.dump_graph && (i == 1 || o.iters == 1) && trainer_dump_steps(&tr, o.dump_graph) != 0)
             trainer_exit(EXIT_USAGE);
     }
+    if (trainer_close_log(&tr) != 0)
+        trainer_exit(EXIT_USAGE);
     uint64_t sum = trainer_checksum(&tr);
     trainer_sample_memory(&tr);
     int timed_iters = o.iters > 1 ? o.iters - 1 : 1;

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -37,6 +38,7 @@ typedef struct train_options {
     int kernels;              /* element-wise steps as host-function kernel launches */
     int phase_times;          /* time data, forward, backward and update separately */
     const char *dump_graph;
+    const char *log_allocs;   /* --log-allocs: every cudaMalloc/cudaFree the trainer makes */
 } train_options;
 
 const char *alloc_style_name(enum alloc_style a);
@@ -96,12 +98,34 @@ enum buf_class {
     BUF_TRANSIENT, /* darknet: setup; caffe: first use, kept; dynamic: first..last use */
 };
 
+/* What a buffer holds, as --log-allocs names it (docs/trainer.md). */
+enum buf_role {
+    ROLE_WEIGHT,     /* a learned parameter */
+    ROLE_MOMENTUM,   /* SGD history */
+    ROLE_WGRAD,      /* a parameter's gradient */
+    ROLE_STATE,      /* BN running statistics, dropout states */
+    ROLE_CONSTANT,   /* the FC bias's vector of ones */
+    ROLE_INPUT,      /* the data layer's images and labels */
+    ROLE_ACTIVATION, /* a layer's output */
+    ROLE_GRADIENT,   /* the gradient of a layer's output */
+    ROLE_SAVED,      /* kept from forward for backward: BN batch statistics, dropout mask */
+    ROLE_WORKSPACE,  /* convolution scratch */
+    ROLE_PREFETCH,   /* the caffe style's device slots of the prefetch thread */
+};
+
+const char *buf_role_name(enum buf_role r);
+
 typedef struct dbuf {
     char name[96];
     size_t bytes;
     void *ptr;
     enum buf_class cls;
     int first, last; /* steps of first and last use in an iteration, -1: none */
+    /* for --log-allocs */
+    enum buf_role role;
+    int consumers;   /* layers that read it */
+    int join;        /* the output of a layer with several inputs */
+    int accum;       /* a gradient that several layers add into */
 } dbuf;
 
 typedef struct tensor_rt {
@@ -173,6 +197,7 @@ typedef struct trainer {
      * backward, update) */
     int phase;
     long step_count[3];
+    FILE *alloc_log; /* --log-allocs */
 } trainer;
 
 int trainer_setup(trainer *tr, const train_options *opt, net *n);
@@ -183,6 +208,10 @@ uint64_t trainer_checksum(trainer *tr);
  * device-side calls) to the --dump-graph file. */
 int trainer_dump_steps(const trainer *tr, const char *path);
 void trainer_sample_memory(trainer *tr);
+/* Ends the --log-allocs file after the last iteration, so that the frees of
+ * the teardown stay out of it; -1 (and a message) if it could not be
+ * written. */
+int trainer_close_log(trainer *tr);
 void trainer_teardown(trainer *tr);
 
 /* ---- error handling (check.c) ------------------------------------------ */
