@@ -194,8 +194,10 @@ static sn_arena *sn_arena_create(int dev)
         SN_REAL(cuInit)(0);
     int vmm = 0;
     if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS || !vmm) {
-        sn_warn("device %d: no virtual memory management on this device, so libsn cannot keep "
-                "addresses while memory moves; manage mode is off, observing only", dev);
+        /* not an error of the program's: said at info level (and nothing
+         * moves, so nothing can go wrong) */
+        sn_info("device %d: no virtual memory management on this device, so libsn cannot keep "
+                "addresses while memory moves; manage mode is off there, observing only", dev);
         return NULL;
     }
     sn_arena *ar = calloc(1, sizeof *ar);
