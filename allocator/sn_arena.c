@@ -66,6 +66,7 @@ typedef struct sn_block {
 } sn_block;
 
 struct sn_arena_alloc {
+    sn_arena *ar;
     sn_block *b;
     uint64_t off, size;
 };
@@ -1072,6 +1073,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uint
         free(a);
         return SN_ARENA_NOMEM;
     }
+    a->ar = ar;
     a->b = b;
     a->size = size;
     a->off = shared ? b->bump : 0;
@@ -1135,14 +1137,7 @@ uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec)
 void sn_arena_free(sn_arena_alloc *a)
 {
     sn_block *b = a->b;
-    sn_arena *ar = NULL;
-    for (int d = 0; d < SN_MAX_DEVICES && !ar; d++) {
-        sn_arena *x = __atomic_load_n(&sn_arena_state[d], __ATOMIC_ACQUIRE) == 2 ? sn_arenas[d] : NULL;
-        if (x && b->index < x->nblocks && x->blocks[b->index] == b)
-            ar = x;
-    }
-    if (!ar)
-        return;
+    sn_arena *ar = a->ar;
     /* cudaFree waits for the device: the program may rely on it */
     sn_witness_cuda("cudaDeviceSynchronize");
     sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
