@@ -329,7 +329,6 @@ static void order(sx_thread *t, int *owner, int slot)
         CU(cudaStreamWaitEvent(S(t, slot), ev, 0));
         break;
     }
-    *owner = slot;
 }
 
 /* An operation on slot is about to touch a (write: change it). */
