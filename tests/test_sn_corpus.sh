@@ -2,7 +2,8 @@
 # test_sn_corpus.sh — libsn's model of programs it was not written for. Each
 # program in tests/corpus imitates one framework's habits (Caffe, Darknet,
 # an eager framework allocating every tensor anew, an encoder-decoder with
-# transposed convolutions, an evaluation pass every few iterations); its
+# transposed convolutions, an evaluation pass every few iterations, data
+# loading and a branch on a second stream); its
 # expected model is written down in tests/corpus/<name>.expect (the format
 # is described in tests/corpus/expect.py). For every program:
 #  - its output is the same without libsn, with SN_MODE=off and in trace
