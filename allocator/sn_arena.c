@@ -108,7 +108,10 @@ struct sn_arena {
     sn_hcache *hcache;
     size_t nh, cap_h;
     void *streams[SN_ARENA_MAX_STREAMS];
+    uint64_t stream_stamp[SN_ARENA_MAX_STREAMS];  /* clock of its latest call */
     int nstreams, streams_overflow;
+    uint64_t overflow_stamp;
+    sn_arena_ticket *active;  /* calls between acquire and release */
     cudaEvent_t *ev_spare;
     size_t nev, cap_ev;
     int waiters;
@@ -278,9 +281,15 @@ sn_arena *sn_arena_of(int dev)
         return sn_arenas[dev];
     if (s == -1)
         return NULL;
+    /* a real call made while setting up must not wait for the set-up */
+    static __thread int creating;
+    if (creating)
+        return NULL;
     int expect = 0;
     if (__atomic_compare_exchange_n(&sn_arena_state[dev], &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        creating = 1;
         sn_arena *ar = sn_arena_create(dev);
+        creating = 0;
         sn_arenas[dev] = ar;
         __atomic_store_n(&sn_arena_state[dev], ar ? 2 : -1, __ATOMIC_RELEASE);
         return ar;
@@ -401,6 +410,7 @@ typedef struct sn_move {
     int give;        /* victims: index of the load that takes the handle, -1 none */
     int copy;        /* victims: copy out first; loads: copy in */
     int fresh;       /* loads: contents dead or undefined: nothing copied in */
+    cudaEvent_t ev;  /* loads: recorded after its copy in (the block's own event) */
 } sn_move;
 
 typedef struct sn_plan {
@@ -460,25 +470,77 @@ static int sn_hcache_put_locked(sn_arena *ar, uint64_t size, CUmemGenericAllocat
     return 0;
 }
 
-static int sn_stream_known_locked(sn_arena *ar, void *stream)
-{
-    for (int i = 0; i < ar->nstreams; i++)
-        if (ar->streams[i] == stream)
-            return 1;
-    return 0;
-}
-
 static void sn_note_stream_locked(sn_arena *ar, void *stream)
 {
-    if (sn_stream_known_locked(ar, stream))
-        return;
+    for (int i = 0; i < ar->nstreams; i++)
+        if (ar->streams[i] == stream) {
+            ar->stream_stamp[i] = ar->clock;
+            return;
+        }
     /* another thread's per-thread default stream cannot be named from
      * here: such a fence waits for the whole device */
     if (stream == cudaStreamPerThread || ar->nstreams == SN_ARENA_MAX_STREAMS) {
         ar->streams_overflow = 1;
+        ar->overflow_stamp = ar->clock;
         return;
     }
+    ar->stream_stamp[ar->nstreams] = ar->clock;
     ar->streams[ar->nstreams++] = stream;
+}
+
+/* A host synchronisation with the whole device is starting: what it covers
+ * is every call forwarded before now, so not the calls still between
+ * acquire and release (they are forwarded later). Returns the clock it
+ * covers. */
+static uint64_t sn_sync_begin_locked(sn_arena *ar)
+{
+    uint64_t covered = ar->clock;
+    for (sn_arena_ticket *t = ar->active; t; t = t->next)
+        if (t->stamp <= covered)
+            covered = t->stamp - 1;
+    return covered;
+}
+
+/* The synchronisation that began at `covered` has returned: calls up to
+ * it are complete; streams with no later call need no fence. */
+static void sn_synced_locked(sn_arena *ar, uint64_t covered)
+{
+    if (covered <= ar->synced_stamp)
+        return;
+    ar->synced_stamp = covered;
+    int n = 0;
+    for (int i = 0; i < ar->nstreams; i++)
+        if (ar->stream_stamp[i] > covered) {
+            ar->streams[n] = ar->streams[i];
+            ar->stream_stamp[n++] = ar->stream_stamp[i];
+        }
+    ar->nstreams = n;
+    if (ar->streams_overflow && ar->overflow_stamp <= covered)
+        ar->streams_overflow = 0;
+}
+
+static void sn_ticket_link_locked(sn_arena *ar, sn_arena_ticket *t)
+{
+    t->stamp = ar->clock;
+    t->prev = NULL;
+    t->next = ar->active;
+    if (ar->active)
+        ar->active->prev = t;
+    ar->active = t;
+    t->linked = 1;
+}
+
+static void sn_ticket_unlink_locked(sn_arena *ar, sn_arena_ticket *t)
+{
+    if (!t->linked)
+        return;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        ar->active = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    t->linked = 0;
 }
 
 void sn_arena_note_stream(sn_arena *ar, void *stream)
@@ -488,12 +550,18 @@ void sn_arena_note_stream(sn_arena *ar, void *stream)
     sn_lock_give(&ar->lock);
 }
 
-void sn_arena_device_synced(sn_arena *ar)
+uint64_t sn_arena_sync_begin(sn_arena *ar)
 {
     sn_lock_take(&ar->lock);
-    ar->synced_stamp = ar->clock;
-    ar->nstreams = 0;
-    ar->streams_overflow = 0;
+    uint64_t covered = sn_sync_begin_locked(ar);
+    sn_lock_give(&ar->lock);
+    return covered;
+}
+
+void sn_arena_device_synced(sn_arena *ar, uint64_t covered)
+{
+    sn_lock_take(&ar->lock);
+    sn_synced_locked(ar, covered);
     sn_lock_give(&ar->lock);
 }
 
@@ -546,7 +614,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
         if (sn_push((void **)&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
             return -1;
         sn_move *m = &p->victims[p->nvictims - 1];
-        *m = (sn_move){victim, victim->handle, -1, copy, 0};
+        *m = (sn_move){victim, victim->handle, -1, copy, 0, NULL};
         victim->busy = 1;
         if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
             p->fence = 1;
@@ -588,10 +656,9 @@ static void sn_unpin_locked(sn_arena *ar, void **blocks, size_t n)
 
 /* Carries out a plan with no lock held. Returns 0, or -1 when a handle
  * could not be created (the device itself is out of memory). */
-static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream, cudaEvent_t *load_ev)
+static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
 {
     int failed = 0;
-    *load_ev = NULL;
     /* 1. victims: fence, copy out, wait, unmap */
     if (p->nvictims) {
         int copies = 0;
@@ -618,6 +685,9 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream, cudaEvent_t *load
                 sn_lock_give(&ar->lock);
             }
         }
+        for (size_t i = 0; i < p->nvictims; i++)
+            sn_debug("evict %p+%llu copy %d fence %d streams %d overflow %d", (void *)p->victims[i].b->va,
+                     (unsigned long long)p->victims[i].b->size, p->victims[i].copy, p->fence, p->nstreams, p->overflow);
         for (size_t i = 0; i < p->nvictims; i++) {
             sn_move *m = &p->victims[i];
             if (!m->copy)
@@ -693,7 +763,8 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream, cudaEvent_t *load
         SN_REAL(cuMemRelease)(p->release[i]);
     }
     /* 2. loads: map, open, copy in */
-    int copies_in = 0;
+    int copies_in = 0, no_event = 0;
+    cudaEvent_t last = NULL;
     for (size_t i = 0; i < p->nloads; i++) {
         sn_move *m = &p->loads[i];
         sn_block *b = m->b;
@@ -732,24 +803,26 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream, cudaEvent_t *load
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
                                                     ar->copy_stream));
+            /* each block its own event: other streams that use the block
+             * later wait for it, and it goes back to the pool with the block */
+            m->ev = sn_arena_event(ar);
+            if (!m->ev || SN_REAL(cudaEventRecord)(m->ev, ar->copy_stream) != cudaSuccess)
+                no_event = 1;
+            last = m->ev;
             copies_in++;
         }
     }
-    if (copies_in) {
-        cudaEvent_t e = sn_arena_event(ar);
-        if (e && SN_REAL(cudaEventRecord)(e, ar->copy_stream) == cudaSuccess &&
-            SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, e, 0) == cudaSuccess) {
-            *load_ev = e;
-        } else {
-            /* no event: the host waits for the copies instead */
-            sn_arena_quiet(cudaErrorUnknown);
-            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
-            if (e) {
-                sn_lock_take(&ar->lock);
-                sn_arena_event_put_locked(ar, e);
-                sn_lock_give(&ar->lock);
-            }
+    if (copies_in && (no_event || SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, last, 0) != cudaSuccess)) {
+        /* no event to wait on: the host waits for the copies instead, and
+         * nobody needs to wait later */
+        sn_arena_quiet(cudaErrorUnknown);
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        sn_lock_take(&ar->lock);
+        for (size_t i = 0; i < p->nloads; i++) {
+            sn_arena_event_put_locked(ar, p->loads[i].ev);
+            p->loads[i].ev = NULL;
         }
+        sn_lock_give(&ar->lock);
     }
     return failed ? -1 : 0;
 }
@@ -782,6 +855,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
     t->ar = ar;
     t->blocks = t->small;
     t->nblocks = 0;
+    t->linked = 0;
     *need = 0;
     size_t cap = sizeof t->small / sizeof t->small[0];
     int tries = 0;
@@ -818,10 +892,19 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         }
         sn_note_stream_locked(ar, stream);
         uint64_t ws = ar->library_bytes, missing = 0;
+        /* from here the call is in progress: a device synchronisation
+         * starting now does not cover it (it is forwarded later) */
+        sn_ticket_link_locked(ar, t);
         for (size_t i = 0; i < t->nblocks; i++) {
             sn_block *b = t->blocks[i];
             b->pins++;
             b->last_use = ar->clock;
+            /* marked now, while this call's mode is the block's: another
+             * thread's call may collect the block (and overwrite call_mode)
+             * while this one is moving memory with the lock released; a
+             * pinned block cannot leave, so dirty before the write is safe */
+            if (b->call_mode & SN_WRITE)
+                b->dirty = 1;
             if (!b->library)
                 ws += b->size;
             if (!b->resident)
@@ -837,21 +920,30 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             int nwait = 0;
             for (size_t i = 0; i < t->nblocks; i++) {
                 sn_block *b = t->blocks[i];
-                if (b->call_mode & SN_WRITE)
-                    b->dirty = 1;
-                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp && nwait < 8) {
+                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
+                    if (nwait == 8) {
+                        /* too many to wait for one by one: the host waits
+                         * for the copy stream, which covers every load */
+                        nwait = 9;
+                        break;
+                    }
                     wait[nwait++] = b->load_ev;
                     b->load_waited = stream;
                 }
             }
             sn_lock_give(&ar->lock);
-            for (int i = 0; i < nwait; i++) {
+            for (int i = 0; i < nwait && i < 8; i++) {
                 sn_witness_cuda("cudaStreamWaitEvent");
                 sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
+            }
+            if (nwait > 8) {
+                sn_witness_cuda("cudaStreamSynchronize");
+                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
             }
             return SN_ARENA_OK;
         }
         if (ws > ar->budget) {
+            sn_ticket_unlink_locked(ar, t);
             sn_unpin_locked(ar, t->blocks, t->nblocks);
             ar->st.oom_calls++;
             sn_lock_give(&ar->lock);
@@ -868,7 +960,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                 break;
             sn_move *m = &p.loads[p.nloads - 1];
             int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
-            *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid && !dead, !b->host_valid || dead};
+            *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid && !dead, !b->host_valid || dead, NULL};
             if (dead && b->host_valid)
                 ar->st.dead_loads++;
             if (!m->h)
@@ -890,6 +982,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                     sn_stage_unreserve_locked(&ar->stage, b->size);
             }
             /* released cached handles stay released */
+            sn_ticket_unlink_locked(ar, t);
             sn_unpin_locked(ar, t->blocks, t->nblocks);
             int others = 0;
             for (size_t i = 0; i < ar->nblocks && !others; i++)
@@ -925,8 +1018,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         p.overflow = ar->streams_overflow;
         sn_lock_give(&ar->lock);
 
-        cudaEvent_t load_ev = NULL;
-        int rc = sn_plan_run(ar, &p, stream, &load_ev);
+        int rc = sn_plan_run(ar, &p, stream);
 
         sn_lock_take(&ar->lock);
         int lost = 0;
@@ -957,17 +1049,39 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             }
             if (b->load_ev)
                 sn_arena_event_put_locked(ar, b->load_ev);
-            b->load_ev = m->copy ? load_ev : NULL;
+            b->load_ev = m->ev;
             b->load_waited = stream;
-        }
-        for (size_t i = 0; i < t->nblocks; i++) {
-            sn_block *b = t->blocks[i];
-            if (b->call_mode & SN_WRITE)
-                b->dirty = 1;
         }
         pthread_cond_broadcast(&ar->cond);
         sn_plan_free(&p);
+        if (rc == 0 && !lost) {
+            /* blocks that were already resident may still be arriving on
+             * the copy stream for another stream's call */
+            cudaEvent_t wait[8];
+            int nwait = 0;
+            for (size_t i = 0; i < t->nblocks; i++) {
+                sn_block *b = t->blocks[i];
+                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
+                    if (nwait == 8)
+                        break;
+                    wait[nwait++] = b->load_ev;
+                    b->load_waited = stream;
+                }
+            }
+            int overflow = nwait == 8;
+            sn_lock_give(&ar->lock);
+            for (int i = 0; i < nwait; i++) {
+                sn_witness_cuda("cudaStreamWaitEvent");
+                sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
+            }
+            if (overflow) {
+                sn_witness_cuda("cudaStreamSynchronize");
+                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+            }
+            return SN_ARENA_OK;
+        }
         if (rc != 0 || lost) {
+            sn_ticket_unlink_locked(ar, t);
             sn_unpin_locked(ar, t->blocks, t->nblocks);
             /* The device had less free memory than the budget says (memory
              * libsn does not own: another process, or allocations made
@@ -998,6 +1112,7 @@ void sn_arena_release(sn_arena_ticket *t)
     if (!ar)
         return;
     sn_lock_take(&ar->lock);
+    sn_ticket_unlink_locked(ar, t);
     sn_unpin_locked(ar, t->blocks, t->nblocks);
     sn_lock_give(&ar->lock);
     if (t->blocks != t->small)
@@ -1139,12 +1254,11 @@ void sn_arena_free(sn_arena_alloc *a)
     sn_block *b = a->b;
     sn_arena *ar = a->ar;
     /* cudaFree waits for the device: the program may rely on it */
+    uint64_t covered = sn_arena_sync_begin(ar);
     sn_witness_cuda("cudaDeviceSynchronize");
     sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
     sn_lock_take(&ar->lock);
-    ar->synced_stamp = ar->clock;
-    ar->nstreams = 0;
-    ar->streams_overflow = 0;
+    sn_synced_locked(ar, covered);
     while (b->busy) {
         ar->waiters++;
         pthread_cond_wait(&ar->cond, &ar->lock.mutex);

@@ -76,6 +76,9 @@ void *sn_arena_alloc_block(const sn_arena_alloc *rec);
 /* What a call holds between acquire and release. */
 typedef struct sn_arena_ticket {
     sn_arena *ar;
+    uint64_t stamp;         /* the arena's clock when it was granted */
+    int linked;             /* on the arena's list of calls in progress */
+    struct sn_arena_ticket *prev, *next;
     void **blocks;          /* the pinned blocks */
     size_t nblocks;
     void *small[32];        /* storage for the common case */
@@ -94,8 +97,11 @@ void sn_arena_release(sn_arena_ticket *t);
 /* The framework used stream (it did work on the device there): swap-outs
  * wait for it. Called for every forwarded call; cheap when known. */
 void sn_arena_note_stream(sn_arena *ar, void *stream);
-/* The whole device is idle (the host synchronised with it). */
-void sn_arena_device_synced(sn_arena *ar);
+/* The host synchronises with the whole device: sync_begin before the real
+ * call (what it will cover: every call forwarded by then), device_synced
+ * after it returned, with that value. */
+uint64_t sn_arena_sync_begin(sn_arena *ar);
+void sn_arena_device_synced(sn_arena *ar, uint64_t covered);
 
 /* Budget view for cudaMemGetInfo / cuMemGetInfo. */
 void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes);

@@ -412,6 +412,23 @@ void sn_core_free_end(sn_alloc *a, int ok)
 
 static void sn_core_runtime_nomem(void);
 
+/* The arena's own CUDA calls are libsn's, whichever library the wrapper
+ * that led there belongs to: the driver allocations and memory queries the
+ * real runtime makes on the arena's behalf must pass straight through (a
+ * driver call from inside a cuDNN wrapper would otherwise count as cuDNN's
+ * and come back to the arena). */
+static int sn_own_work_begin(void)
+{
+    int lib = sn_thread.lib;
+    sn_thread.lib = SN_LIB_NONE;
+    return lib;
+}
+
+static void sn_own_work_end(int lib)
+{
+    sn_thread.lib = lib;
+}
+
 static int sn_managing(void)
 {
     return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
@@ -431,7 +448,9 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
         return SN_CORE_FORWARD;
     int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].profiled, __ATOMIC_ACQUIRE);
     sn_arena_alloc *rec = NULL;
+    int lib = sn_own_work_begin();
     int rc = sn_arena_alloc_bytes(ar, size, owner, early, addr, &rec);
+    sn_own_work_end(lib);
     if (rc == SN_ARENA_OK) {
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
         return SN_CORE_SERVED;
@@ -455,7 +474,9 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
 
 void sn_core_free_served(sn_alloc *a)
 {
+    int lib = sn_own_work_begin();
     sn_arena_free(a->managed);
+    sn_own_work_end(lib);
     a->managed = NULL;
     sn_core_free_end(a, 1);
 }
@@ -754,7 +775,10 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t)
     if (!n && !all)
         return 0;
     uint64_t need = 0;
-    if (sn_arena_acquire(ar, uses, n, all, c->stream, &t->held, &need) == SN_ARENA_OK)
+    int lib = sn_own_work_begin();
+    int rc = sn_arena_acquire(ar, uses, n, all, c->stream, &t->held, &need);
+    sn_own_work_end(lib);
+    if (rc == SN_ARENA_OK)
         return 0;
     t->held.ar = NULL;
     sn_manage_stats st;
@@ -926,15 +950,33 @@ static void sn_harvest(int dev, void *stream, int all)
     free(done);
 }
 
+/* What the calling thread's device synchronisation in progress covers
+ * (sn_core_sync_begin .. sn_core_host_synced). */
+static __thread uint64_t sn_sync_covered;
+static __thread int sn_sync_pending;
+
+void sn_core_sync_begin(int dev)
+{
+    sn_sync_pending = 0;
+    if (!sn_core_ready || !sn_managing())
+        return;
+    sn_arena *ar = sn_arena_peek(dev);
+    if (!ar)
+        return;
+    sn_sync_covered = sn_arena_sync_begin(ar);
+    sn_sync_pending = 1;
+}
+
 void sn_core_host_synced(int dev, void *stream, int all_streams)
 {
     if (!sn_core_ready)
         return;
-    if (all_streams && sn_managing()) {
-        sn_arena *ar = sn_arena_of(dev);
+    if (all_streams && sn_managing() && sn_sync_pending) {
+        sn_arena *ar = sn_arena_peek(dev);
         if (ar)
-            sn_arena_device_synced(ar);
+            sn_arena_device_synced(ar, sn_sync_covered);
     }
+    sn_sync_pending = 0;
     sn_harvest(dev, stream, all_streams);
 }
 

@@ -82,6 +82,9 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
 /* The host has waited for stream (or, all_streams, the whole device):
  * timings of steps recorded there can be read without blocking. */
 void sn_core_host_synced(int dev, void *stream, int all_streams);
+/* A synchronisation with the whole device is about to start (before the
+ * real call): manage mode learns which calls it will cover. */
+void sn_core_sync_begin(int dev);
 
 /* Streams created non-blocking (flag 1) do not synchronise with the legacy
  * default stream; flag -1: the stream was destroyed. */

@@ -247,6 +247,7 @@ SN_MEMSET(cudaMemset2DAsync_ptsz,
 SN_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
     SN_PROLOGUE(CUDART, cudaDeviceSynchronize, ())
+    sn_core_sync_begin(sn_current_device());
     cudaError_t rc = real();
     if (rc == cudaSuccess)
         sn_core_host_synced(sn_current_device(), NULL, 1);

@@ -539,6 +539,7 @@ static void op_malloc(sx_thread *t)
     t->nallocs++;
     note(t, "cudaMalloc %zu -> alloc %ld", size, a->id);
     CU(cudaMalloc((void **)&a->dev, size));
+    note(t, "alloc %ld is at %p", a->id, (void *)a->dev);
     t->live += size;
     if (t->live > t->peak)
         t->peak = t->live;
