@@ -7,7 +7,8 @@
 # expected model is written down in tests/corpus/<name>.expect (the format
 # is described in tests/corpus/expect.py). For every program:
 #  - its output is the same without libsn, with SN_MODE=off and in trace
-#    mode;
+#    mode, and in manage mode at half its peak and at the smallest budget
+#    manage mode's report measured as feasible;
 #  - in trace mode, the JSON report's model matches the expectation;
 #  - the what-if peaks keep their invariants: liveness at or below the
 #    memory as allocated (at every step and at the peak), the offloading
@@ -44,6 +45,27 @@ for expect in "$here"/corpus/*.expect; do
         cmp -s "$tmp/$name.plain" "$tmp/$name.$mode" || same=0
     done
     check "$name: same output without libsn, with SN_MODE=off and in trace mode" '[ $same -eq 1 ]'
+    # Manage mode below the peak (64 KiB granules so that these small
+    # programs' tensors move one by one): half of the peak as allocated,
+    # plus the libraries' own memory, which stays resident; then the
+    # smallest budget that run's report measured as feasible.
+    budgets=$(python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))["devices"][0]; w=d["whatif"]
+print(d["run"]["peak_bytes"] // 2 + w["library"] + (1 << 20))' "$tmp/$name.json" 2>/dev/null)
+    for which in half smallest; do
+        if [ $which = smallest ]; then
+            budgets=$(python3 -c 'import json,sys
+print(json.load(open(sys.argv[1]))["devices"][0]["manage"]["smallest_budget"])' "$tmp/$name.half.json" 2>/dev/null)
+        fi
+        SIMGPU_GRANULARITY=64K SN_MODE=manage SN_BUDGET="$budgets" SN_REPORT="$tmp/$name.$which.json" \
+            LD_PRELOAD="$SN_PRELOAD" "$prog" >"$tmp/$name.$which" 2>"$tmp/$name.$which.err"
+        rc=$?
+        moved=$(python3 -c 'import json,sys
+print(json.load(open(sys.argv[1]))["devices"][0]["manage"]["evictions"])' "$tmp/$name.$which.json" 2>/dev/null)
+        check "$name: manage mode at the $which budget (SN_BUDGET=$budgets, ${moved:-?} evictions): same output" \
+            "[ $rc -eq 0 ] && cmp -s '$tmp/$name.plain' '$tmp/$name.$which'" ||
+            { diff "$tmp/$name.plain" "$tmp/$name.$which" | head -5; grep libsn "$tmp/$name.$which.err" | head -3; } | sed 's/^/# /'
+    done
     if python3 - "$tmp/$name.json" >"$tmp/$name.inv" 2>&1 <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))["devices"][0]
