@@ -57,7 +57,8 @@ typedef struct sn_block {
     unsigned dirty : 1;      /* the device holds the only current copy */
     unsigned host_valid : 1; /* host holds a current copy */
     unsigned shared : 1;     /* small allocations share it */
-    unsigned library : 1;    /* cuDNN's or cuBLAS's own: kept resident */
+    unsigned library : 1;    /* cuDNN's or cuBLAS's own, of no known handle: kept resident */
+    void *lib_key;           /* cuDNN's or cuBLAS's own, of this handle: resident for its calls */
     unsigned is_free : 1;    /* no live allocation: on the free list */
     unsigned cls : 1;        /* shared blocks: 0 early (long-lived), 1 per iteration */
     uint32_t nlive;          /* live allocations in it */
@@ -75,6 +76,13 @@ typedef struct sn_hcache {
     uint64_t size;
     CUmemGenericAllocationHandle h;
 } sn_hcache;
+
+/* The blocks of one cuDNN or cuBLAS handle. */
+typedef struct sn_keyed {
+    void *key;
+    sn_block **blocks;
+    size_t n, cap;
+} sn_keyed;
 
 typedef struct sn_freelist {
     uint64_t size;
@@ -105,6 +113,8 @@ struct sn_arena {
     uint64_t allocated;       /* bytes the framework holds (as asked) */
     uint64_t held;            /* bytes of blocks with live allocations */
     uint64_t library_bytes;
+    sn_keyed *keyed;
+    size_t nkeyed, cap_keyed;
     sn_hcache *hcache;
     size_t nh, cap_h;
     void *streams[SN_ARENA_MAX_STREAMS];
@@ -400,6 +410,66 @@ static sn_block *sn_block_new_locked(sn_arena *ar, uint64_t size)
     ar->blocks[ar->nblocks++] = b;
     ar->st.blocks++;
     return b;
+}
+
+/* ---- library memory by handle ----------------------------------------------------- */
+
+static sn_keyed *sn_keyed_of_locked(sn_arena *ar, void *key, int create)
+{
+    for (size_t i = 0; i < ar->nkeyed; i++)
+        if (ar->keyed[i].key == key)
+            return &ar->keyed[i];
+    if (!create)
+        return NULL;
+    if (ar->nkeyed == ar->cap_keyed) {
+        size_t cap = ar->cap_keyed ? ar->cap_keyed * 2 : 8;
+        sn_keyed *p = realloc(ar->keyed, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        ar->keyed = p;
+        ar->cap_keyed = cap;
+    }
+    sn_keyed *k = &ar->keyed[ar->nkeyed++];
+    memset(k, 0, sizeof *k);
+    k->key = key;
+    return k;
+}
+
+/* Files b under key; -1 (out of memory) leaves it unkeyed: the caller
+ * keeps it resident for good instead. */
+static int sn_key_block_locked(sn_arena *ar, sn_block *b, void *key)
+{
+    sn_keyed *k = sn_keyed_of_locked(ar, key, 1);
+    if (!k)
+        return -1;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 4;
+        sn_block **p = realloc(k->blocks, cap * sizeof *p);
+        if (!p)
+            return -1;
+        k->blocks = p;
+        k->cap = cap;
+    }
+    k->blocks[k->n++] = b;
+    b->lib_key = key;
+    return 0;
+}
+
+static void sn_unkey_block_locked(sn_arena *ar, sn_block *b)
+{
+    sn_keyed *k = sn_keyed_of_locked(ar, b->lib_key, 0);
+    b->lib_key = NULL;
+    if (!k)
+        return;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->blocks[i] == b) {
+            k->blocks[i] = k->blocks[--k->n];
+            break;
+        }
+    if (!k->n) {
+        free(k->blocks);
+        *k = ar->keyed[--ar->nkeyed];
+    }
 }
 
 /* ---- residency ---------------------------------------------------------------------- */
@@ -849,8 +919,8 @@ static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***b
     return 0;
 }
 
-int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *stream,
-                     sn_arena_ticket *t, uint64_t *need)
+int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
+                     void *stream, sn_arena_ticket *t, uint64_t *need)
 {
     t->ar = ar;
     t->blocks = t->small;
@@ -876,6 +946,12 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             if (b->shared && b->nlive > 1)
                 mode &= ~(unsigned)SN_OVERWRITE;
             oom = sn_collect_locked(ar, b, mode, &t->blocks, &t->nblocks, &cap, t);
+        }
+        if (lib_key && !oom) {
+            /* the handle's own memory: every call on it may read and write it */
+            sn_keyed *k = sn_keyed_of_locked(ar, lib_key, 0);
+            for (size_t i = 0; k && i < k->n && !oom; i++)
+                oom = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, &t->blocks, &t->nblocks, &cap, t);
         }
         if (oom) {
             sn_lock_give(&ar->lock);
@@ -1129,8 +1205,8 @@ static int sn_is_library(int owner)
     return owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS;
 }
 
-int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uintptr_t *addr,
-                         sn_arena_alloc **rec)
+int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int scoped, void *key,
+                         uintptr_t *addr, sn_arena_alloc **rec)
 {
     /* nothing, or more than the whole device: the real allocator answers
      * exactly as it would without libsn */
@@ -1162,7 +1238,8 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uint
             if (b) {
                 b->shared = (unsigned)shared;
                 b->cls = (unsigned)cls;
-                b->library = (unsigned)library;
+                b->library = 0;
+                b->lib_key = NULL;
                 ar->held += bsize;
                 if (shared)
                     ar->open[cls] = b;
@@ -1202,46 +1279,60 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uint
         ar->st.peak_allocated = ar->allocated;
         ar->st.rounding = ar->held > ar->allocated ? ar->held - ar->allocated : 0;
     }
-    int load = library && !b->resident;
-    if (library) {
-        b->pins++;  /* for the block's life */
+    sn_lock_give(&ar->lock);
+    *addr = b->va + a->off;
+    *rec = a;
+    if (!library)
+        return SN_ARENA_OK;
+    /* cuDNN and cuBLAS touch their own memory inside the call that made it
+     * (and later calls on its handle), which no argument describes: it is
+     * mapped now, and pinned for the call (scoped) or for good */
+    sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE};
+    sn_arena_ticket t;
+    uint64_t need;
+    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, NULL, &t, &need);
+    if (rc != SN_ARENA_OK) {
+        sn_arena_free(a);
+        return SN_ARENA_NOMEM;
+    }
+    sn_lock_take(&ar->lock);
+    b->pins++;
+    if (!scoped || (key && sn_key_block_locked(ar, b, key) != 0)) {
+        b->library = 1;
         ar->library_bytes += bsize;
         if (ar->library_bytes > ar->st.pinned_library)
             ar->st.pinned_library = ar->library_bytes;
     }
     sn_lock_give(&ar->lock);
-    *addr = b->va + a->off;
-    *rec = a;
-    if (load) {
-        /* cuDNN and cuBLAS touch their own memory inside calls libsn cannot
-         * describe: it is mapped now and stays */
-        sn_lock_take(&ar->lock);
-        b->pins--;
-        ar->library_bytes -= bsize;
-        sn_lock_give(&ar->lock);
-        sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE};
-        sn_arena_ticket t;
-        uint64_t need;
-        int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, &t, &need);
-        sn_lock_take(&ar->lock);
-        ar->library_bytes += bsize;
-        if (rc == SN_ARENA_OK) {
-            b->pins++;
-            sn_lock_give(&ar->lock);
-            sn_arena_release(&t);
-            return SN_ARENA_OK;
-        }
-        ar->library_bytes -= bsize;
-        sn_lock_give(&ar->lock);
-        sn_arena_free(a);
-        return SN_ARENA_NOMEM;
-    }
+    sn_arena_release(&t);
     return SN_ARENA_OK;
 }
 
 void *sn_arena_alloc_block(const sn_arena_alloc *rec)
 {
     return rec->b;
+}
+
+void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
+{
+    sn_block *b = block;
+    sn_lock_take(&ar->lock);
+    /* a block the library freed before its call ended stays unkeyed */
+    if (key && !b->lib_key && !b->library && !b->is_free && sn_key_block_locked(ar, b, key) != 0) {
+        b->library = 1;
+        b->pins++;
+        ar->library_bytes += b->size;
+    }
+    if (!key && !b->lib_key && !b->library && !b->is_free) {
+        /* no handle to tie it to: resident for good */
+        b->library = 1;
+        b->pins++;
+        ar->library_bytes += b->size;
+    }
+    b->pins--;
+    if (ar->waiters)
+        pthread_cond_broadcast(&ar->cond);
+    sn_lock_give(&ar->lock);
 }
 
 uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec)
@@ -1268,7 +1359,10 @@ void sn_arena_free(sn_arena_alloc *a)
     if (b->library) {
         b->pins--;
         ar->library_bytes -= b->size;
+        b->library = 0;
     }
+    if (b->lib_key)
+        sn_unkey_block_locked(ar, b);
     if (--b->nlive == 0) {
         if (ar->open[b->cls] == b)
             ar->open[b->cls] = NULL;

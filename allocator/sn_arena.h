@@ -12,9 +12,10 @@
  * allocations is in use), packed by class as Dymem's GTBM does: what is
  * allocated before any iteration exists (weights, optimizer state, a
  * Caffe-style net's every buffer) apart from what is allocated per
- * iteration. Memory of cuDNN and cuBLAS themselves is mapped when
- * allocated and stays resident (the libraries touch it inside calls libsn
- * cannot describe).
+ * iteration. Memory cuDNN and cuBLAS allocate for a handle is resident
+ * during every call on that handle (the libraries touch it inside calls no
+ * argument describes) and may leave between them; memory of no known
+ * handle stays resident.
  *
  * Locking: each device's arena has its own lock (rank SN_RANK_ARENA), held
  * only to decide; every CUDA call (map, unmap, copies, events) is made with
@@ -55,9 +56,18 @@ sn_arena *sn_arena_peek(int dev);
 
 /* Serves an allocation of size bytes (owner: enum sn_owner; early: no
  * iteration has been seen yet). On SN_ARENA_OK *addr is its address and
- * *rec the arena's record (kept in the registry). */
-int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, uintptr_t *addr,
-                         sn_arena_alloc **rec);
+ * *rec the arena's record (kept in the registry).
+ *
+ * cuDNN's and cuBLAS's own allocations are mapped at once. Made outside
+ * any call on a handle, they stay resident for good. Made inside one
+ * (scoped), they stay pinned until sn_arena_scoped_end: filed under key,
+ * the handle (NULL: not known yet, as inside cudnnCreate; given at the
+ * end), they are then resident exactly during the calls on that handle. */
+int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int scoped, void *key,
+                         uintptr_t *addr, sn_arena_alloc **rec);
+/* The call that made a scoped library allocation (its block) is over;
+ * key: the handle it belongs to (NULL: none, so resident for good). */
+void sn_arena_scoped_end(sn_arena *ar, void *block, void *key);
 /* Frees an allocation: waits for the device as cudaFree does, keeps the
  * block mapped for reuse by the next allocation of its size. */
 void sn_arena_free(sn_arena_alloc *rec);
@@ -86,12 +96,13 @@ typedef struct sn_arena_ticket {
 
 /* Makes every allocation in uses resident and current before a call on
  * stream (all: every allocation of the arena, for a call libsn cannot see
- * through; lib_owner: the call is into cuDNN or cuBLAS). Returns SN_ARENA_OK
+ * through; lib_key: the cuDNN or cuBLAS handle the call is on, whose own
+ * memory it may touch, or NULL). Returns SN_ARENA_OK
  * with the blocks pinned until sn_arena_release, or SN_ARENA_NOMEM when
  * the call's working set cannot fit the budget (*need: the bytes it needs
  * resident at once). */
-int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *stream,
-                     sn_arena_ticket *t, uint64_t *need);
+int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
+                     void *stream, sn_arena_ticket *t, uint64_t *need);
 void sn_arena_release(sn_arena_ticket *t);
 
 /* The framework used stream (it did work on the device there): swap-outs

@@ -63,6 +63,7 @@ typedef struct sn_call {
     int algo;                /* convolution algorithm, -1 if none */
     uint64_t workspace;      /* workspace bytes given to the call */
     double flops;            /* arithmetic, when known (for reports) */
+    void *lib_handle;        /* the cuDNN or cuBLAS handle the call is on, NULL if none */
 } sn_call;
 
 /* One step of the hashes of parameters and signatures: cheap (a multiply
@@ -87,6 +88,7 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->algo = -1;
     c->workspace = 0;
     c->flops = 0;
+    c->lib_handle = NULL;
 }
 
 /* Adds a range; empty ranges and NULL pointers are ignored. A range that

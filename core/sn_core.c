@@ -429,6 +429,38 @@ static void sn_own_work_end(int lib)
     sn_thread.lib = lib;
 }
 
+/* A call on a cuDNN or cuBLAS handle in progress on this thread (manage
+ * mode): the library's allocations inside it belong to the handle and
+ * stay pinned until the call returns. */
+typedef struct sn_lib_scope {
+    int active;
+    void *handle;
+    sn_arena *ar;
+    int n;
+    void *blocks[32];
+} sn_lib_scope;
+static __thread sn_lib_scope sn_lib_scope_now;
+
+void sn_core_lib_scope_begin(int dev, void *handle)
+{
+    sn_lib_scope *sc = &sn_lib_scope_now;
+    sc->active = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready && sn_arena_peek(dev);
+    sc->handle = handle;
+    sc->ar = sc->active ? sn_arena_peek(dev) : NULL;
+    sc->n = 0;
+}
+
+void sn_core_lib_scope_end(void *handle)
+{
+    sn_lib_scope *sc = &sn_lib_scope_now;
+    if (!sc->active)
+        return;
+    sc->active = 0;
+    for (int i = 0; i < sc->n; i++)
+        sn_arena_scoped_end(sc->ar, sc->blocks[i], handle);
+    sc->n = 0;
+}
+
 static int sn_managing(void)
 {
     return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
@@ -448,10 +480,15 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
         return SN_CORE_FORWARD;
     int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].profiled, __ATOMIC_ACQUIRE);
     sn_arena_alloc *rec = NULL;
+    sn_lib_scope *sc = &sn_lib_scope_now;
+    int scoped = (owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sc->active && sc->ar == ar &&
+                 sc->n < (int)(sizeof sc->blocks / sizeof sc->blocks[0]);
     int lib = sn_own_work_begin();
-    int rc = sn_arena_alloc_bytes(ar, size, owner, early, addr, &rec);
+    int rc = sn_arena_alloc_bytes(ar, size, owner, early, scoped, scoped ? sc->handle : NULL, addr, &rec);
     sn_own_work_end(lib);
     if (rc == SN_ARENA_OK) {
+        if (scoped)
+            sc->blocks[sc->n++] = sn_arena_alloc_block(rec);
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
         return SN_CORE_SERVED;
     }
@@ -772,11 +809,11 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t)
         }
         sn_lock_give(&sn_reg_lock);
     }
-    if (!n && !all)
+    if (!n && !all && !c->lib_handle)
         return 0;
     uint64_t need = 0;
     int lib = sn_own_work_begin();
-    int rc = sn_arena_acquire(ar, uses, n, all, c->stream, &t->held, &need);
+    int rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, &t->held, &need);
     sn_own_work_end(lib);
     if (rc == SN_ARENA_OK)
         return 0;
@@ -804,8 +841,12 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     t->held.ar = NULL;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return 0;
-    if (sn_managing() && sn_core_make_resident(c, t) != 0)
-        return SN_CORE_NOMEM;
+    if (sn_managing()) {
+        if (sn_core_make_resident(c, t) != 0)
+            return SN_CORE_NOMEM;
+        if (c->lib_handle)
+            sn_core_lib_scope_begin(c->dev, c->lib_handle);
+    }
     /* While profiling, a step is timed with events on its stream; a call
      * being captured into a graph is neither timed nor logged. After the
      * profile nothing is recorded on the program's streams, and the
@@ -877,6 +918,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
+    if (c->lib_handle)
+        sn_core_lib_scope_end(c->lib_handle);
     if (t->held.ar)
         sn_arena_release(&t->held);
     /* An untimed step that succeeded is complete as counted. */

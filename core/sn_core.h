@@ -35,6 +35,11 @@ enum { SN_CORE_FORWARD = 0, SN_CORE_SERVED = 1, SN_CORE_NOMEM = 2 };
 int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr);
 /* Frees an allocation the arena served (its record from sn_core_free_begin). */
 void sn_core_free_served(sn_alloc *a);
+/* A cuDNN or cuBLAS call that creates a handle (cudnnCreate,
+ * cublasCreate): the memory the library allocates inside it belongs to the
+ * handle returned (NULL: the call failed). */
+void sn_core_lib_scope_begin(int dev, void *handle);
+void sn_core_lib_scope_end(void *handle);
 /* The budget view of device memory in manage mode; 0 when it applies. */
 int sn_core_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
 /* Freeing p (a free, a cuMemUnmap), in two halves around the real call:

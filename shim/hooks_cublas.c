@@ -11,7 +11,8 @@
 #define SN_BLAS_BEGIN(name, op, handle, args)                                  \
     SN_PROLOGUE(CUBLAS, name, args)                                            \
     sn_call c;                                                                 \
-    sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_blas_stream(handle));
+    sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_blas_stream(handle)); \
+    c.lib_handle = (void *)(handle);
 
 #define SN_BLAS_END(args) SN_FORWARD_STEP(&c, cublasStatus_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, args)
 
@@ -235,4 +236,15 @@ SN_EXPORT cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t tr
     sn_shape3(&c, m, n, 1);
     c.params = sn_hash_mix(c.params, ((uint64_t)transa << 8) | (uint64_t)transb);
     SN_BLAS_END((handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc));
+}
+
+/* The memory cuBLAS allocates while creating a handle (its default
+ * workspace) is the handle's. */
+SN_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
+{
+    SN_PROLOGUE(CUBLAS, cublasCreate_v2, (handle))
+    sn_core_lib_scope_begin(sn_current_device(), NULL);
+    cublasStatus_t rc = real(handle);
+    sn_core_lib_scope_end(rc == CUBLAS_STATUS_SUCCESS && handle ? (void *)*handle : NULL);
+    return rc;
 }

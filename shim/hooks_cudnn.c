@@ -56,7 +56,8 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
 #define SN_DNN_BEGIN(name, op, handle, args)                                   \
     SN_PROLOGUE(CUDNN, name, args)                                             \
     sn_call c;                                                                 \
-    sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle));
+    sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle)); \
+    c.lib_handle = (void *)(handle);
 
 #define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 
@@ -565,4 +566,15 @@ SN_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     SN_DNN_END((handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount,
                 returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes));
+}
+
+/* ---- handles: the memory cuDNN allocates for a handle is the handle's ---- */
+
+SN_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
+{
+    SN_PROLOGUE(CUDNN, cudnnCreate, (handle))
+    sn_core_lib_scope_begin(sn_current_device(), NULL);
+    cudnnStatus_t rc = real(handle);
+    sn_core_lib_scope_end(rc == CUDNN_STATUS_SUCCESS && handle ? (void *)*handle : NULL);
+    return rc;
 }
