@@ -67,8 +67,8 @@ typedef struct sn_block {
 } sn_block;
 
 struct sn_arena_alloc {
+    sn_block *b;             /* first: sn_arena_alloc_block reads it */
     sn_arena *ar;
-    sn_block *b;
     uint64_t off, size;
 };
 
@@ -1306,11 +1306,6 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     sn_lock_give(&ar->lock);
     sn_arena_release(&t);
     return SN_ARENA_OK;
-}
-
-void *sn_arena_alloc_block(const sn_arena_alloc *rec)
-{
-    return rec->b;
 }
 
 void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)

@@ -81,7 +81,12 @@ typedef struct sn_arena_use {
     void *block;
     unsigned mode;          /* SN_READ | SN_WRITE | SN_OVERWRITE (whole allocation) */
 } sn_arena_use;
-void *sn_arena_alloc_block(const sn_arena_alloc *rec);
+/* An allocation's block: the first member of its record (an inline, so
+ * that the registry's users need none of the arena's code). */
+static inline void *sn_arena_alloc_block(const sn_arena_alloc *rec)
+{
+    return *(void *const *)rec;
+}
 
 /* What a call holds between acquire and release. */
 typedef struct sn_arena_ticket {

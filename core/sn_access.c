@@ -8,7 +8,7 @@ _Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &
                "access modes of ranges and of tensors differ");
 
 sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
-                                          int cap)
+                                          int cap, sn_access_uses *uses)
 {
     sn_access_result res = {0, (c->flags & SN_CALL_OPAQUE) != 0, 0};
     for (int i = 0; i < c->nranges; i++) {
@@ -20,9 +20,23 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
         if (n > SN_ACCESS_MAX_PER_RANGE) {
             res.incomplete = 1;
             n = SN_ACCESS_MAX_PER_RANGE;
+            if (uses)
+                uses->all = 1;
         }
         for (size_t j = 0; j < n; j++) {
             sn_alloc *a = hit[j];
+            if (uses && a->managed && a->dev == c->dev) {
+                if (uses->n == uses->cap) {
+                    uses->all = 1;
+                } else {
+                    unsigned m = r->mode & (SN_READ | SN_WRITE);
+                    if (r->mode & SN_SCRATCH)
+                        m |= SN_WRITE;
+                    if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
+                        m |= SN_OVERWRITE;
+                    uses->use[uses->n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
+                }
+            }
             if (a->trace_id == SN_NO_TRACE_ID) {
                 res.incomplete = 1;
                 continue;

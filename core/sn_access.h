@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "allocator/sn_arena.h"
 #include "common/sn_call.h"
 #include "core/sn_registry.h"
 #include "tracer/sn_trace.h"
@@ -30,9 +31,21 @@ typedef struct sn_access_result {
     uint64_t unknown;       /* ranges that hit no known allocation */
 } sn_access_result;
 
+/* Manage mode's half of the same resolution: the arena blocks a call
+ * touches on its own device, with how (SN_OVERWRITE when a range covers
+ * the whole allocation). all: more than fits, or a range over too many
+ * allocations: the call needs everything. */
+typedef struct sn_access_uses {
+    sn_arena_use *use;
+    size_t cap, n;
+    int all;
+} sn_access_uses;
+
 /* Resolves c's ranges into acc[0..cap). The tracer's id of an allocation is
- * its registry record's trace_id (SN_NO_TRACE_ID: no record). */
+ * its registry record's trace_id (SN_NO_TRACE_ID: no record). With uses
+ * (may be NULL), in the same pass, the arena blocks of allocations libsn
+ * serves. */
 sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
-                                          int cap);
+                                          int cap, sn_access_uses *uses);
 
 #endif

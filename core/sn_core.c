@@ -769,46 +769,18 @@ static void sn_core_runtime_nomem(void)
 
 /* Manage mode's half of a call: every managed allocation it may touch
  * resident and current before it is forwarded (all of them for a call
- * libsn cannot see through). The blocks are found under the registry's
- * lock, while the allocations cannot go away; the arena then works with
- * no core lock held. */
-static int sn_core_make_resident(sn_call *c, sn_step_token *t)
+ * libsn cannot see through), with the handle's own memory for a cuDNN or
+ * cuBLAS call. The blocks were found with the tracer's accesses, under the
+ * registry's lock (blocks outlive allocations, so they stay valid); the
+ * arena works with no core lock held. */
+static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u)
 {
     sn_arena *ar = sn_arena_of(c->dev);
     if (!ar)
         return 0;
-    enum { SN_USES = SN_CALL_MAX_RANGES * 4, SN_PER_RANGE = 8 };
-    sn_arena_use uses[SN_USES];
-    size_t n = 0;
-    int all = (c->flags & SN_CALL_OPAQUE) != 0;
-    if (!all && c->nranges) {
-        sn_lock_take(&sn_reg_lock);
-        for (int r = 0; r < c->nranges && !all; r++) {
-            const sn_range *rg = &c->range[r];
-            sn_alloc *hit[SN_PER_RANGE];
-            size_t k = sn_reg_overlapping_locked(&sn_reg, rg->addr, rg->bytes, hit, SN_PER_RANGE);
-            if (k > SN_PER_RANGE) {
-                all = 1;  /* described as more, never less */
-                break;
-            }
-            for (size_t j = 0; j < k; j++) {
-                sn_alloc *a = hit[j];
-                if (!a->managed || a->dev != c->dev)
-                    continue;
-                if (n == SN_USES) {
-                    all = 1;
-                    break;
-                }
-                unsigned mode = rg->mode & (SN_READ | SN_WRITE);
-                if ((rg->mode & SN_OVERWRITE) && rg->addr <= a->base && rg->addr + rg->bytes >= a->base + a->size)
-                    mode |= SN_OVERWRITE;
-                if (rg->mode & SN_SCRATCH)
-                    mode |= SN_WRITE;
-                uses[n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), mode};
-            }
-        }
-        sn_lock_give(&sn_reg_lock);
-    }
+    size_t n = u->all ? 0 : u->n;
+    int all = u->all;
+    const sn_arena_use *uses = u->use;
     if (!n && !all && !c->lib_handle)
         return 0;
     uint64_t need = 0;
@@ -841,50 +813,72 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     t->held.ar = NULL;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return 0;
-    if (sn_managing()) {
-        if (sn_core_make_resident(c, t) != 0)
-            return SN_CORE_NOMEM;
-        if (c->lib_handle)
-            sn_core_lib_scope_begin(c->dev, c->lib_handle);
-    }
+    int managing = sn_managing();
+    sn_device *d = &sn_devs[c->dev];
     /* While profiling, a step is timed with events on its stream; a call
      * being captured into a graph is neither timed nor logged. After the
      * profile nothing is recorded on the program's streams, and the
      * question is not worth its cost. */
-    if (!__atomic_load_n(&sn_devs[c->dev].profiled, __ATOMIC_ACQUIRE) && sn_stream_capturing(c->stream))
-        return 0;
-    sn_register_exit();
+    int log = __atomic_load_n(&d->profiled, __ATOMIC_ACQUIRE) || !sn_stream_capturing(c->stream);
+    if (log)
+        sn_register_exit();
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
-    sn_device *d = &sn_devs[c->dev];
-    /* hand over hand: the accesses resolved under the registry's lock are
-     * logged under the device's before an allocation can go away */
+    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
+    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0};
+    int time_it = 0;
+    /* One pass over the registry serves both the tracer and the arena.
+     * Hand over hand: the accesses resolved under the registry's lock are
+     * logged under the device's before an allocation can go away. */
     sn_lock_take(&sn_reg_lock);
-    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]));
-    sn_lock_take(&d->lock);
-    sn_lock_give(&sn_reg_lock);
-    sn_trace *tr = sn_trace_of_locked(c->dev);
-    if (!tr) {
+    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]),
+                                                    managing ? &uses : NULL);
+    if (!log) {
+        sn_lock_give(&sn_reg_lock);
+    } else {
+        sn_lock_take(&d->lock);
+        sn_lock_give(&sn_reg_lock);
+        sn_trace *tr = sn_trace_of_locked(c->dev);
+        if (tr) {
+            tr->unknown_ranges += res.unknown;
+            unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
+            if (res.incomplete)
+                flags |= SN_TC_OPAQUE;
+            /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
+            t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
+            if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
+                sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
+            time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
+        }
         sn_lock_give(&d->lock);
-        return 0;
     }
-    tr->unknown_ranges += res.unknown;
-    unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
-    if (res.incomplete)
-        flags |= SN_TC_OPAQUE;
-    /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
-    t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
-    if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
-        sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
-    if (t->index < 0 || d->origin_state == -1 || d->origin_state == 2 || d->profiled ||
-        d->npending >= SN_MAX_PENDING) {
-        sn_lock_give(&d->lock);
-        return 0;
+    /* Manage mode: what the call touches, resident before it is forwarded
+     * (with no core lock held: the arena moves memory). A call that cannot
+     * fit fails, as a real call out of memory does. */
+    if (managing) {
+        if (sn_core_make_resident(c, t, &uses) != 0) {
+            if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
+                sn_lock_take(&d->lock);
+                sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
+                sn_lock_give(&d->lock);
+            }
+            t->index = -1;
+            return SN_CORE_NOMEM;
+        }
+        if (c->lib_handle)
+            sn_core_lib_scope_begin(c->dev, c->lib_handle);
     }
+    if (!time_it)
+        return 0;
     /* Time zero of the device: an event recorded before its first timed
      * step, on a non-blocking stream of libsn's own: on the legacy stream
      * it would synchronise with (and so invalidate) a capture the program
      * has under way on a blocking stream. One thread sets it up (state 2),
      * outside the lock; steps meanwhile go untimed. */
+    sn_lock_take(&d->lock);
+    if (d->origin_state == -1 || d->origin_state == 2) {
+        sn_lock_give(&d->lock);
+        return 0;
+    }
     int setup_origin = d->origin_state == 0;
     if (setup_origin)
         d->origin_state = 2;

@@ -195,7 +195,7 @@ static void test_access_complete(void **state)
     sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
     sn_call_range(&c, (void *)0x900000, 0x10, SN_READ);
     sn_trace_access acc[8];
-    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 8);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 8, NULL);
     assert_int_equal(res.nacc, 3);
     assert_false(res.incomplete);
     assert_int_equal(res.unknown, 1);
@@ -205,7 +205,7 @@ static void test_access_complete(void **state)
     assert_int_equal(acc[2].mode, SN_ACC_W | SN_ACC_KILL);
     /* read through one range and overwritten through another: not dead */
     sn_call_range(&c, (void *)0x102000, 0x10, SN_READ);
-    res = sn_access_resolve_locked(&r, &c, acc, 8);
+    res = sn_access_resolve_locked(&r, &c, acc, 8, NULL);
     assert_int_equal(acc[2].mode, SN_ACC_R | SN_ACC_W);
     sn_reg_destroy(&r);
 }
@@ -223,10 +223,10 @@ static void test_access_too_many_ranges(void **state)
         sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)i), 0x1000, SN_READ);
     assert_false(c.flags & SN_CALL_OPAQUE);
     sn_trace_access acc[64];
-    assert_false(sn_access_resolve_locked(&r, &c, acc, 64).incomplete);
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 64, NULL).incomplete);
     sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)SN_CALL_MAX_RANGES), 0x1000, SN_READ);
     assert_true(c.flags & SN_CALL_OPAQUE);
-    assert_true(sn_access_resolve_locked(&r, &c, acc, 64).incomplete);
+    assert_true(sn_access_resolve_locked(&r, &c, acc, 64, NULL).incomplete);
     sn_reg_destroy(&r);
 }
 
@@ -242,12 +242,12 @@ static void test_access_range_over_many_allocations(void **state)
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100000, 0x1000 * SN_ACCESS_MAX_PER_RANGE, SN_READ);
     sn_trace_access acc[64];
-    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 64);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 64, NULL);
     assert_int_equal(res.nacc, SN_ACCESS_MAX_PER_RANGE);
     assert_false(res.incomplete);
     c.nranges = 0;
     sn_call_range(&c, (void *)0x100000, 0x1000 * (SN_ACCESS_MAX_PER_RANGE + 1), SN_READ);
-    res = sn_access_resolve_locked(&r, &c, acc, 64);
+    res = sn_access_resolve_locked(&r, &c, acc, 64, NULL);
     assert_true(res.incomplete);
     sn_reg_destroy(&r);
 }
@@ -263,8 +263,8 @@ static void test_access_array_full(void **state)
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100000, 0x5000, SN_READ);
     sn_trace_access acc[5];
-    assert_false(sn_access_resolve_locked(&r, &c, acc, 5).incomplete);
-    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4);
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 5, NULL).incomplete);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4, NULL);
     assert_int_equal(res.nacc, 4);
     assert_true(res.incomplete);
     sn_reg_destroy(&r);
@@ -282,11 +282,56 @@ static void test_access_allocation_without_record(void **state)
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100000, 0x10, SN_READ);
     sn_trace_access acc[4];
-    assert_false(sn_access_resolve_locked(&r, &c, acc, 4).incomplete);
+    assert_false(sn_access_resolve_locked(&r, &c, acc, 4, NULL).incomplete);
     sn_call_range(&c, (void *)0x101000, 0x10, SN_READ);
-    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4);
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 4, NULL);
     assert_int_equal(res.nacc, 1);
     assert_true(res.incomplete);
+    sn_reg_destroy(&r);
+}
+
+/* Manage mode's uses come from the same pass: the blocks of served
+ * allocations (a record's first word), a whole overwrite marked, foreign
+ * devices and unserved memory left out, overflow made "everything". */
+static void test_access_arena_uses(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 3);
+    void *blocks[3] = {(void *)0xb0, (void *)0xb1, (void *)0xb2};
+    sn_reg_find_locked(&r, 0x100000)->managed = (sn_arena_alloc *)&blocks[0];
+    sn_reg_find_locked(&r, 0x101000)->managed = (sn_arena_alloc *)&blocks[1];
+    sn_reg_find_locked(&r, 0x102000)->dev = 1;
+    sn_reg_find_locked(&r, 0x102000)->managed = (sn_arena_alloc *)&blocks[2];
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_call_range(&c, (void *)0x101800, 0x1000, SN_READ);
+    sn_trace_access acc[8];
+    sn_arena_use use[4];
+    sn_access_uses u = {use, 4, 0, 0};
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(u.n, 2);
+    assert_false(u.all);
+    assert_ptr_equal(use[0].block, blocks[0]);
+    assert_int_equal(use[0].mode, SN_WRITE | SN_OVERWRITE);
+    assert_ptr_equal(use[1].block, blocks[1]);
+    assert_int_equal(use[1].mode, SN_READ);
+    /* a partial overwrite is a write, not an overwrite */
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100800, 0x100, SN_WRITE | SN_OVERWRITE);
+    u.n = 0;
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(u.n, 1);
+    assert_int_equal(use[0].mode, SN_WRITE);
+    /* no room for every use: the call needs everything */
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x2000, SN_READ);
+    u.cap = 1;
+    u.n = 0;
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_true(u.all);
     sn_reg_destroy(&r);
 }
 
@@ -297,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_many_random), cmocka_unit_test(test_physical),
         cmocka_unit_test(test_extents),     cmocka_unit_test(test_call_ranges),
         cmocka_unit_test(test_access_complete),
+        cmocka_unit_test(test_access_arena_uses),
         cmocka_unit_test(test_access_too_many_ranges),
         cmocka_unit_test(test_access_range_over_many_allocations),
         cmocka_unit_test(test_access_array_full),
