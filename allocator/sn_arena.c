@@ -124,6 +124,11 @@ struct sn_arena {
     sn_arena_ticket *active;  /* calls between acquire and release */
     cudaEvent_t *ev_spare;
     size_t nev, cap_ev;
+    /* timing: events that measure stalls (the others disable timing) */
+    cudaEvent_t *tev_spare;
+    size_t ntev, cap_tev;
+    cudaEvent_t pending[64][2];  /* swap-in waits not read yet: before, after */
+    size_t npending;
     int waiters;
     sn_stage stage;
     sn_manage_stats st;
@@ -168,6 +173,82 @@ static void sn_arena_event_put_locked(sn_arena *ar, cudaEvent_t e)
         ar->cap_ev = cap;
     }
     ar->ev_spare[ar->nev++] = e;
+}
+
+static cudaEvent_t sn_timing_event(sn_arena *ar)
+{
+    cudaEvent_t e = NULL;
+    sn_lock_take(&ar->lock);
+    if (ar->ntev)
+        e = ar->tev_spare[--ar->ntev];
+    sn_lock_give(&ar->lock);
+    if (e)
+        return e;
+    sn_witness_cuda("cudaEventCreateWithFlags");
+    cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, cudaEventDefault);
+    sn_arena_quiet(rc);
+    return rc == cudaSuccess ? e : NULL;
+}
+
+static void sn_timing_put_locked(sn_arena *ar, cudaEvent_t e)
+{
+    if (!e)
+        return;
+    if (ar->ntev == ar->cap_tev) {
+        size_t cap = ar->cap_tev ? ar->cap_tev * 2 : 16;
+        cudaEvent_t *p = realloc(ar->tev_spare, cap * sizeof *p);
+        if (!p)
+            return;
+        ar->tev_spare = p;
+        ar->cap_tev = cap;
+    }
+    ar->tev_spare[ar->ntev++] = e;
+}
+
+/* Elapsed ms between two timing events, or -1 (not complete, or no timing). */
+static double sn_elapsed_ms(cudaEvent_t a, cudaEvent_t b, int wait)
+{
+    if (!a || !b)
+        return -1;
+    if (wait) {
+        sn_witness_cuda("cudaEventSynchronize");
+        sn_arena_quiet(SN_REAL(cudaEventSynchronize)(b));
+    }
+    float ms = 0;
+    sn_witness_cuda("cudaEventElapsedTime");
+    cudaError_t rc = SN_REAL(cudaEventElapsedTime)(&ms, a, b);
+    sn_arena_quiet(rc);
+    return rc == cudaSuccess ? ms : -1;
+}
+
+void sn_arena_harvest(sn_arena *ar, int wait)
+{
+    cudaEvent_t take[64][2];
+    sn_lock_take(&ar->lock);
+    size_t n = ar->npending;
+    memcpy(take, ar->pending, n * sizeof take[0]);
+    ar->npending = 0;
+    sn_lock_give(&ar->lock);
+    if (!n)
+        return;
+    double ms[64];
+    for (size_t i = 0; i < n; i++)
+        ms[i] = sn_elapsed_ms(take[i][0], take[i][1], wait);
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (ms[i] >= 0) {
+            ar->st.stall_in_ms += ms[i];
+            sn_timing_put_locked(ar, take[i][0]);
+            sn_timing_put_locked(ar, take[i][1]);
+        } else if (!wait && ar->npending < 64) {
+            /* not complete yet: read it next time */
+            ar->pending[ar->npending][0] = take[i][0];
+            ar->pending[ar->npending++][1] = take[i][1];
+        } else {
+            ar->st.stall_unmeasured++;
+        }
+    }
+    sn_lock_give(&ar->lock);
 }
 
 /* ---- set-up ------------------------------------------------------------------------ */
@@ -758,6 +839,11 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
         for (size_t i = 0; i < p->nvictims; i++)
             sn_debug("evict %p+%llu copy %d fence %d streams %d overflow %d", (void *)p->victims[i].b->va,
                      (unsigned long long)p->victims[i].b->size, p->victims[i].copy, p->fence, p->nstreams, p->overflow);
+        cudaEvent_t out0 = NULL, out1 = NULL;
+        if (copies && (out0 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(out0, ar->copy_stream) != cudaSuccess) {
+            sn_arena_quiet(cudaErrorUnknown);
+            out0 = NULL;
+        }
         for (size_t i = 0; i < p->nvictims; i++) {
             sn_move *m = &p->victims[i];
             if (!m->copy)
@@ -783,9 +869,22 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
                                                     cudaMemcpyDeviceToHost, ar->copy_stream));
         }
+        if (out0 && (out1 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(out1, ar->copy_stream) != cudaSuccess) {
+            sn_arena_quiet(cudaErrorUnknown);
+            out1 = NULL;
+        }
         if (must_wait) {
             sn_witness_cuda("cudaStreamSynchronize");
             sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        }
+        if (out0) {
+            double ms = sn_elapsed_ms(out0, out1, !must_wait);
+            sn_lock_take(&ar->lock);
+            if (ms >= 0)
+                ar->st.stall_out_ms += ms;
+            sn_timing_put_locked(ar, out0);
+            sn_timing_put_locked(ar, out1);
+            sn_lock_give(&ar->lock);
         }
         for (size_t i = 0; i < p->nvictims; i++) {
             sn_move *m = &p->victims[i];
@@ -882,6 +981,14 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
             copies_in++;
         }
     }
+    /* how long the consumer's stream waits: events just before and after
+     * its wait for the copies, read later */
+    cudaEvent_t in0 = NULL, in1 = NULL;
+    if (copies_in && !no_event && (in0 = sn_timing_event(ar)) &&
+        SN_REAL(cudaEventRecord)(in0, (cudaStream_t)stream) != cudaSuccess) {
+        sn_arena_quiet(cudaErrorUnknown);
+        in0 = NULL;
+    }
     if (copies_in && (no_event || SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, last, 0) != cudaSuccess)) {
         /* no event to wait on: the host waits for the copies instead, and
          * nobody needs to wait later */
@@ -892,6 +999,29 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
             sn_arena_event_put_locked(ar, p->loads[i].ev);
             p->loads[i].ev = NULL;
         }
+        sn_lock_give(&ar->lock);
+    }
+    if (in0 && (in1 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(in1, (cudaStream_t)stream) == cudaSuccess) {
+        sn_lock_take(&ar->lock);
+        int full = ar->npending == 64;
+        if (!full) {
+            ar->pending[ar->npending][0] = in0;
+            ar->pending[ar->npending++][1] = in1;
+        }
+        sn_lock_give(&ar->lock);
+        if (full) {
+            sn_arena_harvest(ar, 1);
+            sn_lock_take(&ar->lock);
+            ar->pending[ar->npending][0] = in0;
+            ar->pending[ar->npending++][1] = in1;
+            sn_lock_give(&ar->lock);
+        }
+    } else if (in0) {
+        sn_arena_quiet(cudaErrorUnknown);
+        sn_lock_take(&ar->lock);
+        ar->st.stall_unmeasured++;
+        sn_timing_put_locked(ar, in0);
+        sn_timing_put_locked(ar, in1);
         sn_lock_give(&ar->lock);
     }
     return failed ? -1 : 0;

@@ -122,6 +122,10 @@ void sn_arena_device_synced(sn_arena *ar, uint64_t covered);
 /* Budget view for cudaMemGetInfo / cuMemGetInfo. */
 void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes);
 
+/* Reads the swap-in stall timings pending (wait: for all of them, as at
+ * exit; else those complete by now). No lock held. */
+void sn_arena_harvest(sn_arena *ar, int wait);
+
 /* Statistics for the report (a copy, taken under the arena's lock). */
 void sn_arena_stats(sn_arena *ar, sn_manage_stats *out);
 

@@ -31,6 +31,9 @@ typedef struct sn_manage_stats {
     uint64_t pinned_library;             /* library memory kept resident */
     uint64_t host_peak;                  /* most pinned host bytes used for copies */
     uint64_t oom_calls, oom_allocs;      /* calls and allocations refused for lack of memory */
+    double stall_in_ms;                  /* time consumers' streams waited for swap-ins (device clock) */
+    double stall_out_ms;                 /* time copies out took once their fence was passed: the host waited */
+    uint64_t stall_unmeasured;           /* swap-ins whose wait could not be timed */
 } sn_manage_stats;
 
 #endif

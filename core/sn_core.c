@@ -1010,8 +1010,10 @@ void sn_core_host_synced(int dev, void *stream, int all_streams)
         return;
     if (all_streams && sn_managing() && sn_sync_pending) {
         sn_arena *ar = sn_arena_peek(dev);
-        if (ar)
+        if (ar) {
             sn_arena_device_synced(ar, sn_sync_covered);
+            sn_arena_harvest(ar, 0);
+        }
     }
     sn_sync_pending = 0;
     sn_harvest(dev, stream, all_streams);
@@ -1147,6 +1149,12 @@ static void sn_finish(int cuda_usable)
             sn_quiet(sync(stops[i]));
         free(stops);
         sn_harvest(dev, NULL, 1);
+    }
+    /* manage mode's stall timings still pending, read while CUDA works */
+    for (int dev = 0; sync && sn_opt.mode == SN_MODE_MANAGE && dev < SN_MAX_DEVICES; dev++) {
+        sn_arena *ar = sn_arena_peek(dev);
+        if (ar)
+            sn_arena_harvest(ar, 1);
     }
     /* Other threads may still be running: every device's log is held
      * still while the outputs are built (no CUDA call from here). */

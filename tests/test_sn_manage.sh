@@ -72,3 +72,25 @@ for style in caffe darknet dynamic; do
     run_case "densenet/$style" --net densenet --depth 10 --input 32 --batch 8 --width 8 --alloc $style
 done
 run_case "resnet/dynamic/kernels" --net resnet --input 32 --batch 8 --width 8 --alloc dynamic --kernels
+
+# The report says what moved and what it cost: at an ample budget nothing
+# moves and nothing stalls; at half the peak, swaps in and out, and the
+# time streams waited for them (measured with events on the device clock).
+args=(--iters 4 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
+peak=$(peak_of "${args[@]}")
+SN_REPORT="$tmp/ample.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
+SN_BUDGET=$((peak / 2 + (6 << 20))) SN_REPORT="$tmp/half.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+    >/dev/null 2>&1
+m() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["manage"][sys.argv[2]])' "$@"; }
+echo "# ample: swap_in $(m "$tmp/ample.json" swap_in), stall_in_ms $(m "$tmp/ample.json" stall_in_ms);" \
+     "half: swap_in $(m "$tmp/half.json" swap_in), swap_out $(m "$tmp/half.json" swap_out)," \
+     "stall_in_ms $(m "$tmp/half.json" stall_in_ms), stall_out_ms $(m "$tmp/half.json" stall_out_ms)"
+check "report, ample budget: nothing swapped, no stall" \
+    "[ \"\$(m '$tmp/ample.json' swap_in)\" = 0 ] && [ \"\$(m '$tmp/ample.json' swap_out)\" = 0 ] &&
+     python3 -c 'import sys; sys.exit(float(sys.argv[1]) != 0 or float(sys.argv[2]) != 0)' \
+        \"\$(m '$tmp/ample.json' stall_in_ms)\" \"\$(m '$tmp/ample.json' stall_out_ms)\""
+check "report, half the peak: swaps both ways, stalls measured, every swap-in timed" \
+    "[ \"\$(m '$tmp/half.json' swap_in)\" -gt 0 ] && [ \"\$(m '$tmp/half.json' swap_out)\" -gt 0 ] &&
+     [ \"\$(m '$tmp/half.json' stall_unmeasured)\" = 0 ] &&
+     python3 -c 'import sys; sys.exit(not (float(sys.argv[1]) > 0 and float(sys.argv[2]) > 0))' \
+        \"\$(m '$tmp/half.json' stall_in_ms)\" \"\$(m '$tmp/half.json' stall_out_ms)\""

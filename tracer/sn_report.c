@@ -110,6 +110,9 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->dead_loads);
     fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs\n",
             (unsigned long long)s->fences, (unsigned long long)s->host_waits);
+    fprintf(f, "  stalls             %.3f ms of streams waiting for swap-ins, %.3f ms of host waits for swap-outs "
+               "(device clock)%s\n",
+            s->stall_in_ms, s->stall_out_ms, s->stall_unmeasured ? " (some swap-ins not timed)" : "");
     char need[32];
     budget_text(need, sizeof need, s->largest_need + s->granularity);
     fprintf(f, "  smallest budget    largest working set %.1f MiB (with library memory): SN_BUDGET=%s measured feasible\n",
@@ -302,7 +305,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
-               "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu},",
+               "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
+               "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu},",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->peak_allocated, (unsigned long long)s->rounding,
@@ -315,7 +319,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->fences, (unsigned long long)s->host_waits,
             (unsigned long long)s->largest_need,
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
-            (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs);
+            (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
+            (unsigned long long)s->stall_unmeasured);
 }
 
 static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
