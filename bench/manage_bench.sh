@@ -79,7 +79,8 @@ cost is the host-side work of mapping each block once (cuMemCreate,
 cuMemMap, cuMemSetAccess on the simulated host clock, about 0.23 ms per
 block against cudaMalloc's few microseconds), which delays the first
 iteration; per-iteration allocators get their freed blocks back, still
-mapped. Below the peak every miss waits for its copy on the host:
+mapped, which costs less host time than the cudaMalloc and cudaFree they
+replace (hence a ratio above 1 for the dynamic row). Below the peak every miss waits for its copy on the host:
 the copy out of the least recently used block (after a fence on the
 framework's streams), the unmap, the map and the copy in, none of it
 overlapped with compute. That serial cost is what the planned policies
