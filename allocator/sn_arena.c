@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocator/sn_predict.h"
 #include "allocator/sn_stage.h"
 #include "common/sn_call.h"
 #include "common/sn_hooks.h"
@@ -61,6 +62,7 @@ typedef struct sn_block {
     void *lib_key;           /* cuDNN's or cuBLAS's own, of this handle: resident for its calls */
     unsigned is_free : 1;    /* no live allocation: on the free list */
     unsigned cls : 1;        /* shared blocks: 0 early (long-lived), 1 per iteration */
+    sn_predict pred;         /* whether its contents die after its latest use */
     uint32_t nlive;          /* live allocations in it */
     uint64_t bump;           /* shared blocks: next free offset */
     struct sn_block *next_free;  /* free list of its size */
@@ -71,6 +73,8 @@ struct sn_arena_alloc {
     sn_arena *ar;
     uint64_t off, size;
 };
+
+static int sn_predicted_dead_locked(const sn_block *b);
 
 typedef struct sn_hcache {
     uint64_t size;
@@ -443,9 +447,11 @@ static sn_block *sn_block_reuse_locked(sn_arena *ar, uint64_t size)
     *best = b->next_free;
     b->next_free = NULL;
     b->is_free = 0;
-    /* a new allocation's contents are undefined: nothing to keep */
+    /* a new allocation's contents are undefined: nothing to keep, and
+     * nothing learned of the old one applies */
     b->dirty = 0;
     b->host_valid = 0;
+    sn_predict_reset(&b->pred);
     return b;
 }
 
@@ -486,6 +492,7 @@ static sn_block *sn_block_new_locked(sn_arena *ar, uint64_t size)
         return NULL;
     b->va = ar->va_cur;
     b->size = size;
+    sn_predict_reset(&b->pred);
     ar->va_cur += size;
     b->index = ar->nblocks;
     ar->blocks[ar->nblocks++] = b;
@@ -757,6 +764,9 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
         if (!victim)
             return -1;
         int copy = victim->dirty && !victim->is_free;
+        int predicted = copy && sn_predicted_dead_locked(victim);
+        if (predicted)
+            copy = 0;
         if (copy && !victim->host && sn_stage_reserve_locked(&ar->stage, victim->size) != 0) {
             /* no host room for its contents: it stays; try another */
             victim->mark = ar->clock;
@@ -765,7 +775,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
         if (sn_push((void **)&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
             return -1;
         sn_move *m = &p->victims[p->nvictims - 1];
-        *m = (sn_move){victim, victim->handle, -1, copy, 0, NULL};
+        *m = (sn_move){victim, victim->handle, -1, copy, predicted, NULL};
         victim->busy = 1;
         if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
             p->fence = 1;
@@ -898,10 +908,17 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
             sn_move *m = &p->victims[i];
             sn_block *b = m->b;
             ar->st.evictions++;
-            if (b->is_free)
+            if (b->is_free) {
                 ar->st.freed_drops++;
-            else if (!m->copy && b->host_valid)
+            } else if (m->fresh) {
+                /* predicted dead: the device's newer contents are gone, and
+                 * the host's older copy must never come back */
+                ar->st.predicted_drops++;
+                b->pred.dropped = 1;
+                b->host_valid = 0;
+            } else if (!m->copy && b->host_valid) {
                 ar->st.clean_drops++;
+            }
             if (m->copy && b->host) {
                 ar->st.swap_out++;
                 ar->st.swap_out_bytes += b->size;
@@ -1027,6 +1044,34 @@ static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
     return failed ? -1 : 0;
 }
 
+static int sn_whole_overwrite(const sn_block *b)
+{
+    return !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
+}
+
+/* A call at position pos uses b (its mode in call_mode): one more
+ * observation for the prediction, and a read of contents dropped as
+ * predicted dead is a libsn error, said loudly. */
+static void sn_learn_locked(sn_arena *ar, sn_block *b, int64_t pos)
+{
+    int64_t before = b->pred.last_pos;
+    if (sn_predict_use(&b->pred, pos, sn_whole_overwrite(b))) {
+        ar->st.dropped_reads++;
+        sn_error("device %d: contents of the block at %p were dropped as predicted dead after its use at "
+                 "position %lld of the iteration, and are now read at position %lld: this run's results "
+                 "cannot be trusted; SN_PREDICTED_DEAD=0 turns the prediction off",
+                 ar->dev, (void *)b->va, (long long)before, (long long)pos);
+        if (sn_opt.strict)
+            _exit(2);
+    }
+}
+
+/* Whether b's contents may be dropped now instead of written back. */
+static int sn_predicted_dead_locked(const sn_block *b)
+{
+    return sn_opt.predicted_dead && !b->shared && sn_predict_dead(&b->pred);
+}
+
 static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***blocks, size_t *n, size_t *cap,
                              sn_arena_ticket *t)
 {
@@ -1050,7 +1095,7 @@ static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***b
 }
 
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     void *stream, sn_arena_ticket *t, uint64_t *need)
+                     void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need)
 {
     t->ar = ar;
     t->blocks = t->small;
@@ -1111,6 +1156,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
              * pinned block cannot leave, so dirty before the write is safe */
             if (b->call_mode & SN_WRITE)
                 b->dirty = 1;
+            sn_learn_locked(ar, b, pos);
             if (!b->library)
                 ws += b->size;
             if (!b->resident)
@@ -1420,7 +1466,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE};
     sn_arena_ticket t;
     uint64_t need;
-    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, NULL, &t, &need);
+    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, NULL, -1, &t, &need);
     if (rc != SN_ARENA_OK) {
         sn_arena_free(a);
         return SN_ARENA_NOMEM;

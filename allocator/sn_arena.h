@@ -105,9 +105,13 @@ typedef struct sn_arena_ticket {
  * memory it may touch, or NULL). Returns SN_ARENA_OK
  * with the blocks pinned until sn_arena_release, or SN_ARENA_NOMEM when
  * the call's working set cannot fit the budget (*need: the bytes it needs
- * resident at once). */
+ * resident at once). pos: where the call stands in the learned iteration
+ * (the tracer's position; -1 off the sequence or while profiling): what
+ * follows each block's use at a position is learned, and contents always
+ * overwritten whole before they are read again may be dropped rather than
+ * written back (SN_PREDICTED_DEAD). */
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     void *stream, sn_arena_ticket *t, uint64_t *need);
+                     void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
 void sn_arena_release(sn_arena_ticket *t);
 
 /* The framework used stream (it did work on the device there): swap-outs

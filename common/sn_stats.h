@@ -22,6 +22,8 @@ typedef struct sn_manage_stats {
     uint64_t clean_drops;                /* evicted with a current host copy: nothing written back */
     uint64_t dead_loads;                 /* mapped for a call that overwrites it all: nothing copied in */
     uint64_t freed_drops;                /* freed blocks unmapped: contents dead, nothing written back */
+    uint64_t predicted_drops;            /* dirty blocks dropped as predicted dead, not written back */
+    uint64_t dropped_reads;              /* reads of contents dropped as predicted dead: libsn errors */
     uint64_t fences, host_waits;         /* event fences built, host-side waits for swaps */
     uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
     uint64_t peak_physical;              /* most bytes of physical handles (mapped + cached) */

@@ -773,7 +773,7 @@ static void sn_core_runtime_nomem(void)
  * cuBLAS call. The blocks were found with the tracer's accesses, under the
  * registry's lock (blocks outlive allocations, so they stay valid); the
  * arena works with no core lock held. */
-static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u)
+static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos)
 {
     sn_arena *ar = sn_arena_of(c->dev);
     if (!ar)
@@ -785,7 +785,7 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
         return 0;
     uint64_t need = 0;
     int lib = sn_own_work_begin();
-    int rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, &t->held, &need);
+    int rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, pos, &t->held, &need);
     sn_own_work_end(lib);
     if (rc == SN_ARENA_OK)
         return 0;
@@ -826,6 +826,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     sn_arena_use use[SN_CALL_MAX_RANGES * 4];
     sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0};
     int time_it = 0;
+    int64_t pos = -1;
     /* One pass over the registry serves both the tracer and the arena.
      * Hand over hand: the accesses resolved under the registry's lock are
      * logged under the device's before an allocation can go away. */
@@ -847,6 +848,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
             if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
                 sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
+            pos = tr->run.position;
             time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
         }
         sn_lock_give(&d->lock);
@@ -855,7 +857,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
      * (with no core lock held: the arena moves memory). A call that cannot
      * fit fails, as a real call out of memory does. */
     if (managing) {
-        if (sn_core_make_resident(c, t, &uses) != 0) {
+        if (sn_core_make_resident(c, t, &uses, pos) != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
                 sn_lock_take(&d->lock);
                 sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);

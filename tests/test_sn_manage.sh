@@ -102,3 +102,25 @@ check "report, half the peak: swaps both ways, stalls measured, every swap-in ti
      [ \"\$(m '$tmp/half.json' stall_unmeasured)\" = 0 ] &&
      python3 -c 'import sys; sys.exit(not (float(sys.argv[1]) > 0 and float(sys.argv[2]) > 0))' \
         \"\$(m '$tmp/half.json' stall_in_ms)\" \"\$(m '$tmp/half.json' stall_out_ms)\""
+
+# Predicted dead contents: once the run follows the learned iteration, a
+# block whose next use always overwrites it whole is dropped instead of
+# written back; the result stays bit-identical, nothing dropped is read
+# again, and less is written back than with the prediction off.
+args=(--iters 16 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
+"$trainer" "${args[@]}" >"$tmp/pd.plain" 2>&1
+learned "$tmp/pd.plain" >"$tmp/pd.plain.learned"
+for pd in 1 0; do
+    SN_PREDICTED_DEAD=$pd SN_BUDGET=16M SN_REPORT="$tmp/pd$pd.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+        >"$tmp/pd$pd.out" 2>&1
+    learned "$tmp/pd$pd.out" >"$tmp/pd$pd.learned"
+done
+echo "# SN_PREDICTED_DEAD=1: $(m "$tmp/pd1.json" predicted_drops) dropped, $(m "$tmp/pd1.json" swap_out_bytes) bytes" \
+     "written back; =0: $(m "$tmp/pd0.json" predicted_drops) dropped, $(m "$tmp/pd0.json" swap_out_bytes) bytes"
+check "predicted dead: dropped, never read again, bit-identical" \
+    "[ \"\$(m '$tmp/pd1.json' predicted_drops)\" -gt 0 ] && [ \"\$(m '$tmp/pd1.json' dropped_reads)\" = 0 ] &&
+     diff -q '$tmp/pd.plain.learned' '$tmp/pd1.learned'"
+check "SN_PREDICTED_DEAD=0: nothing dropped on a prediction, more written back, bit-identical" \
+    "[ \"\$(m '$tmp/pd0.json' predicted_drops)\" = 0 ] &&
+     [ \"\$(m '$tmp/pd0.json' swap_out_bytes)\" -gt \"\$(m '$tmp/pd1.json' swap_out_bytes)\" ] &&
+     diff -q '$tmp/pd.plain.learned' '$tmp/pd0.learned'"

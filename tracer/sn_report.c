@@ -108,6 +108,10 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->freed_drops);
     fprintf(f, "  dead on arrival    %llu blocks mapped for a call that overwrites them whole (nothing copied in)\n",
             (unsigned long long)s->dead_loads);
+    fprintf(f, "  predicted dead     %llu dirty blocks dropped, not written back (the learned iteration overwrites "
+               "them whole next); %llu read afterwards%s\n",
+            (unsigned long long)s->predicted_drops, (unsigned long long)s->dropped_reads,
+            s->dropped_reads ? " (libsn errors: results not to be trusted)" : "");
     fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs\n",
             (unsigned long long)s->fences, (unsigned long long)s->host_waits);
     fprintf(f, "  stalls             %.3f ms of streams waiting for swap-ins, %.3f ms of host waits for swap-outs "
@@ -306,7 +310,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
-               "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu},",
+               "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
+               "\"predicted_drops\":%llu,\"dropped_reads\":%llu},",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->peak_allocated, (unsigned long long)s->rounding,
@@ -320,7 +325,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->largest_need,
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
-            (unsigned long long)s->stall_unmeasured);
+            (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
+            (unsigned long long)s->dropped_reads);
 }
 
 static void json_device(FILE *f, const sn_trace *t, const sn_model *m)

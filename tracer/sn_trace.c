@@ -165,12 +165,16 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
     if (__builtin_expect(t->state == SN_TRACE_FOLLOWING, 1)) {
         if (flags & SN_TC_STEP) {
             int done;
-            sn_cursor_step(&t->cursor, sn_trace_signature(c), &done);
+            long at = sn_cursor_step(&t->cursor, sn_trace_signature(c), &done);
             t->run.iterations += (uint64_t)done;
             t->run.off_sequence = t->cursor.off_sequence;
+            t->run.position = at >= 0 ? 2 * (int64_t)at : -1;
+        } else {
+            t->run.position = t->cursor.synced ? 2 * (int64_t)t->cursor.pos + 1 : -1;
         }
         return SN_TRACE_UNRECORDED;
     }
+    t->run.position = -1;
     int nshapes = c->nshapes;
     if (t->state != SN_TRACE_RECORDING ||
         sn_trace_over_cap(t, sizeof *t->calls + (size_t)nacc * sizeof *t->acc +

@@ -99,6 +99,10 @@ typedef struct sn_trace_stats {
     uint64_t failed, opaque;         /* calls that failed; calls not seen through */
     uint64_t iterations;             /* FOLLOWING: iterations completed in the run */
     uint64_t off_sequence;           /* FOLLOWING: steps off the learned iteration */
+    int64_t position;                /* where the latest call stands in the iteration:
+                                        2 * step for a step, 2 * step + 1 for a call
+                                        before that step; -1 off the sequence or
+                                        while profiling */
     uint64_t alloc_count[SN_OWNER_COUNT], alloc_bytes[SN_OWNER_COUNT];   /* allocations made, by owner */
 } sn_trace_stats;
 

@@ -1,0 +1,155 @@
+/*
+ * test_sn_predict.c — the arena's pure parts: predicted death of a block's
+ * contents (allocator/sn_predict.c) and the hole list of a pinned host
+ * slab (allocator/sn_stage.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "allocator/sn_predict.h"
+#include "allocator/sn_stage.h"
+
+/* Real functions the stage would call for a new slab; never reached here. */
+void *sn_resolve_late(int id);
+void *sn_real_slot[1024];
+void *sn_resolve_late(int id)
+{
+    (void)id;
+    return NULL;
+}
+
+/* One iteration of a block used at positions 10 (read), 20 (read), and
+ * overwritten whole at 4 of the next iteration. */
+static int iteration(sn_predict *p)
+{
+    int wrong = sn_predict_use(p, 4, 1);
+    wrong |= sn_predict_use(p, 10, 0);
+    wrong |= sn_predict_use(p, 20, 0);
+    return wrong;
+}
+
+static void test_learns_after_agreeing_iterations(void **state)
+{
+    (void)state;
+    sn_predict p;
+    sn_predict_reset(&p);
+    assert_false(iteration(&p));
+    /* after the first iteration nothing is known of position 20 */
+    assert_false(sn_predict_dead(&p));
+    assert_false(iteration(&p)); /* 20 -> overwrite at 4: once */
+    assert_false(sn_predict_dead(&p));
+    assert_false(iteration(&p)); /* twice: predicted from now on */
+    assert_true(sn_predict_dead(&p));
+    /* not after a use at another position */
+    sn_predict_use(&p, 4, 1);
+    assert_false(sn_predict_dead(&p));
+}
+
+static void test_one_read_rules_the_position_out(void **state)
+{
+    (void)state;
+    sn_predict p;
+    sn_predict_reset(&p);
+    for (int i = 0; i < 4; i++)
+        iteration(&p);
+    assert_true(sn_predict_dead(&p));
+    /* an evaluation pass reads after 20 instead of overwriting */
+    assert_false(sn_predict_use(&p, 7, 0));
+    for (int i = 0; i < 6; i++)
+        iteration(&p);
+    assert_false(sn_predict_dead(&p));
+}
+
+static void test_off_sequence_teaches_nothing(void **state)
+{
+    (void)state;
+    sn_predict p;
+    sn_predict_reset(&p);
+    for (int i = 0; i < 5; i++) {
+        sn_predict_use(&p, -1, 1);
+        sn_predict_use(&p, -1, 0);
+    }
+    assert_false(sn_predict_dead(&p));
+    for (int i = 0; i < 3; i++)
+        iteration(&p);
+    assert_true(sn_predict_dead(&p));
+    /* after a use off the sequence, no prediction */
+    sn_predict_use(&p, -1, 0);
+    assert_false(sn_predict_dead(&p));
+}
+
+static void test_reading_dropped_contents_is_reported(void **state)
+{
+    (void)state;
+    sn_predict p;
+    sn_predict_reset(&p);
+    for (int i = 0; i < 3; i++)
+        iteration(&p);
+    assert_true(sn_predict_dead(&p));
+    p.dropped = 1;                          /* evicted without write-back */
+    assert_true(sn_predict_use(&p, 10, 0)); /* read: the prediction was wrong */
+    assert_false(p.dropped);
+    /* a whole overwrite of dropped contents is what was predicted */
+    for (int i = 0; i < 3; i++)
+        iteration(&p);
+    p.dropped = 1;
+    assert_false(sn_predict_use(&p, 4, 1));
+}
+
+static void test_stage_holes(void **state)
+{
+    (void)state;
+    sn_stage_slab sl = {0};
+    sl.size = 1 << 20;
+    assert_int_equal(sn_stage_slab_give(&sl, 0, 1 << 20), 0);
+    uint64_t a, b, c;
+    assert_int_equal(sn_stage_slab_take(&sl, 100, &a), 0);      /* rounded to 4 KiB */
+    assert_int_equal(sn_stage_slab_take(&sl, 8192, &b), 0);
+    assert_int_equal(sn_stage_slab_take(&sl, 4096, &c), 0);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 4096);
+    assert_int_equal(c, 12288);
+    /* freeing the middle, then its left neighbour, merges them */
+    sn_stage_slab_give(&sl, b, 8192);
+    sn_stage_slab_give(&sl, a, 100);
+    assert_int_equal(sl.nholes, 2);
+    assert_int_equal(sl.holes[0].off, 0);
+    assert_int_equal(sl.holes[0].len, 12288);
+    /* and the right one joins all three to the tail */
+    sn_stage_slab_give(&sl, c, 4096);
+    assert_int_equal(sl.nholes, 1);
+    assert_int_equal(sl.holes[0].len, 1 << 20);
+    /* more than the slab holds does not fit */
+    assert_int_not_equal(sn_stage_slab_take(&sl, (1 << 20) + 1, &a), 0);
+    free(sl.holes);
+}
+
+static void test_stage_limit(void **state)
+{
+    (void)state;
+    sn_stage s = {0};
+    s.limit = 3 * 4096;
+    assert_int_equal(sn_stage_reserve_locked(&s, 4096), 0);
+    assert_int_equal(sn_stage_reserve_locked(&s, 2 * 4096), 0);
+    assert_int_not_equal(sn_stage_reserve_locked(&s, 1), 0);  /* rounded up: over the limit */
+    sn_stage_unreserve_locked(&s, 4096);
+    assert_int_equal(sn_stage_reserve_locked(&s, 1), 0);
+    assert_int_equal(s.peak, 3 * 4096);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_learns_after_agreeing_iterations),
+        cmocka_unit_test(test_one_read_rules_the_position_out),
+        cmocka_unit_test(test_off_sequence_teaches_nothing),
+        cmocka_unit_test(test_reading_dropped_contents_is_reported),
+        cmocka_unit_test(test_stage_holes),
+        cmocka_unit_test(test_stage_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
