@@ -5,6 +5,8 @@
 # run without libsn:
 #  - with an ample budget (nothing needs to move);
 #  - with half the run's peak as allocated (measured in trace mode);
+#  - with the smallest budget that half-budget run's report measured as
+#    feasible;
 #  - on a simulated device of one third of that peak, where the run
 #    without libsn runs out of memory.
 # The simulator's granule is 64 KiB here (SIMGPU_GRANULARITY), so that the
@@ -38,14 +40,21 @@ run_case() {
     local peak
     peak=$(peak_of "${args[@]}") || { echo "not ok - $tag: no peak in the trace report"; return; }
     local lib_mem=$((6 << 20))
-    for budget in ample half third; do
+    for budget in ample half smallest third; do
         local env=()
         case $budget in
         ample) env=(SN_BUDGET=free) ;;
         half) env=(SN_BUDGET=$((peak / 2 + lib_mem))) ;;
+        smallest)
+            # the smallest budget the half-budget run's report measured as feasible
+            local least
+            least=$(python3 -c 'import json,sys
+print(json.load(open(sys.argv[1]))["devices"][0]["manage"]["smallest_budget"])' "$tmp/report.half.json" 2>/dev/null)
+            env=(SN_BUDGET=${least:-missing}) ;;
         third) env=(SIMGPU_MEM=$((peak / 3 + lib_mem)) SN_BUDGET=free) ;;
         esac
-        env "${env[@]}" SN_MODE=manage SN_REPORT="$tmp/report.$budget" LD_PRELOAD="$SN_PRELOAD" \
+        local report="$tmp/report.$budget.json"
+        env "${env[@]}" SN_MODE=manage SN_REPORT="$report" LD_PRELOAD="$SN_PRELOAD" \
             "$trainer" "${args[@]}" >"$tmp/$budget.out" 2>"$tmp/$budget.err"
         local rc=$?
         learned "$tmp/$budget.out" >"$tmp/$budget.learned"
