@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocator/sn_gtbm.h"
 #include "allocator/sn_predict.h"
 #include "allocator/sn_stage.h"
 #include "common/sn_call.h"
@@ -95,6 +96,12 @@ typedef struct sn_freelist {
 
 struct sn_arena {
     sn_lock lock;
+    /* Without VMM: one contiguous region, placed GTBM-style; nothing
+     * leaves the device (an address cannot be kept while its memory
+     * moves, and no plan proves a range free again yet). */
+    int pool;
+    uintptr_t pool_base;
+    sn_gtbm_pool gtbm;
     pthread_cond_t cond;
     int dev;
     uint64_t gran, budget, total;
@@ -277,6 +284,74 @@ static int sn_arena_reserve(sn_arena *ar, uint64_t bytes)
     return 0;
 }
 
+/* The budget in bytes: SN_BUDGET against the device's free memory now. */
+static uint64_t sn_budget_of(int dev, uint64_t fr, uint64_t total)
+{
+    const sn_size_opt *b = &sn_opt.budget;
+    uint64_t budget = fr;
+    if (b->kind == SN_SIZE_BYTES)
+        budget = b->bytes;
+    else if (b->kind == SN_SIZE_PERCENT)
+        budget = (uint64_t)((double)total * b->percent / 100.0);
+    if (budget > fr) {
+        sn_warn("device %d: SN_BUDGET (%llu bytes) is more than the device has free (%llu); using %llu",
+                dev, (unsigned long long)budget, (unsigned long long)fr, (unsigned long long)fr);
+        budget = fr;
+    }
+    return budget;
+}
+
+/* A device without virtual memory management: the budget is taken from
+ * the device as one contiguous region at once, and allocations are placed
+ * in it GTBM-style, what lives from before the first iteration from the
+ * high end and what is allocated during iterations from the low end, so
+ * that per-iteration allocations leave no holes between long-lived ones. */
+static sn_arena *sn_arena_create_pool(int dev)
+{
+    size_t fr = 0, total = 0;
+    sn_witness_cuda("cudaMemGetInfo");
+    cudaError_t rc = SN_REAL(cudaMemGetInfo)(&fr, &total);
+    sn_arena_quiet(rc);
+    if (rc != cudaSuccess)
+        return NULL;
+    sn_arena *ar = calloc(1, sizeof *ar);
+    if (!ar)
+        return NULL;
+    ar->lock = (sn_lock)SN_LOCK_INITIALIZER(SN_RANK_ARENA);
+    pthread_cond_init(&ar->cond, NULL);
+    ar->dev = dev;
+    ar->pool = 1;
+    ar->gran = SN_GTBM_ALIGN;
+    /* a little under what is free: the runtime and libraries need some
+     * memory of their own outside the pool */
+    uint64_t budget = sn_budget_of(dev, fr > (64u << 20) ? fr - (32u << 20) : fr / 2, total);
+    budget = budget / (2u << 20) * (2u << 20);
+    void *base = NULL;
+    sn_witness_cuda("cudaMalloc");
+    rc = budget ? SN_REAL(cudaMalloc)(&base, budget) : cudaErrorMemoryAllocation;
+    sn_arena_quiet(rc);
+    if (rc != cudaSuccess || sn_gtbm_init(&ar->gtbm, budget, SN_GTBM_POLICY_GTBM) != 0) {
+        sn_warn("device %d: no virtual memory management, and the %llu-byte pool libsn would place "
+                "allocations in cannot be had; observing only", dev, (unsigned long long)budget);
+        if (rc == cudaSuccess)
+            SN_REAL(cudaFree)(base);
+        free(ar);
+        return NULL;
+    }
+    ar->pool_base = (uintptr_t)base;
+    ar->budget = budget;
+    ar->total = total;
+    ar->st.active = 1;
+    ar->st.pool = 1;
+    ar->st.backing = "contiguous pool (the device has no VMM: nothing leaves it; GTBM placement)";
+    ar->st.budget = budget;
+    /* the pool is taken in 2 MiB steps: budgets are reported in them */
+    ar->st.granularity = 2u << 20;
+    sn_info("device %d: no virtual memory management: manage mode places allocations in one %llu-byte "
+            "pool and cannot move them off the device", dev, (unsigned long long)budget);
+    return ar;
+}
+
 static sn_arena *sn_arena_create(int dev)
 {
     sn_real_cuDeviceGetAttribute_fn attr = SN_REAL(cuDeviceGetAttribute);
@@ -292,13 +367,10 @@ static sn_arena *sn_arena_create(int dev)
     if (SN_REAL(cuInit))
         SN_REAL(cuInit)(0);
     int vmm = 0;
-    if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS || !vmm) {
-        /* not an error of the program's: said at info level (and nothing
-         * moves, so nothing can go wrong) */
-        sn_info("device %d: no virtual memory management on this device, so libsn cannot keep "
-                "addresses while memory moves; manage mode is off there, observing only", dev);
-        return NULL;
-    }
+    if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
+        vmm = 0;
+    if (!vmm)
+        return sn_arena_create_pool(dev);
     sn_arena *ar = calloc(1, sizeof *ar);
     if (!ar)
         return NULL;
@@ -326,17 +398,7 @@ static sn_arena *sn_arena_create(int dev)
         free(ar);
         return NULL;
     }
-    const sn_size_opt *b = &sn_opt.budget;
-    uint64_t budget = fr;
-    if (b->kind == SN_SIZE_BYTES)
-        budget = b->bytes;
-    else if (b->kind == SN_SIZE_PERCENT)
-        budget = (uint64_t)((double)total * b->percent / 100.0);
-    if (budget > fr) {
-        sn_warn("device %d: SN_BUDGET (%llu bytes) is more than the device has free (%llu); using %llu",
-                dev, (unsigned long long)budget, (unsigned long long)fr, (unsigned long long)fr);
-        budget = fr;
-    }
+    uint64_t budget = sn_budget_of(dev, fr, total);
     ar->budget = budget / g * g;
     ar->total = total;
     ar->va_chunk = sn_round_up((uint64_t)total * 4 > (8ULL << 30) ? (uint64_t)total * 4 : (8ULL << 30), g);
@@ -356,7 +418,7 @@ static sn_arena *sn_arena_create(int dev)
     }
     sn_stage_init(&ar->stage);
     ar->st.active = 1;
-    ar->st.backing = "VMM";
+    ar->st.backing = "VMM arena";
     ar->st.budget = ar->budget;
     ar->st.granularity = g;
     ar->st.host_limit = ar->stage.limit;
@@ -1101,6 +1163,12 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
     t->blocks = t->small;
     t->nblocks = 0;
     t->linked = 0;
+    if (ar->pool) {
+        /* everything is resident, always */
+        t->ar = NULL;
+        *need = 0;
+        return SN_ARENA_OK;
+    }
     *need = 0;
     size_t cap = sizeof t->small / sizeof t->small[0];
     int tries = 0;
@@ -1376,6 +1444,45 @@ void sn_arena_release(sn_arena_ticket *t)
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
+static int sn_pool_alloc(sn_arena *ar, uint64_t size, int early, uintptr_t *addr, sn_arena_alloc **rec)
+{
+    sn_arena_alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return SN_ARENA_NOMEM;
+    /* GTBM's incremental space lies past the pool's end: what lives long
+     * goes to the high end of the main space instead */
+    enum sn_gtbm_class cls = early ? SN_CLASS_TEMP : SN_CLASS_MOVABLE;
+    sn_lock_take(&ar->lock);
+    uint64_t off = sn_gtbm_alloc(&ar->gtbm, size, cls);
+    if (off == SN_GTBM_NONE) {
+        ar->st.oom_allocs++;
+        sn_lock_give(&ar->lock);
+        free(a);
+        return SN_ARENA_NOMEM;
+    }
+    a->ar = ar;
+    a->off = off;
+    a->size = size;
+    ar->allocated += size;
+    ar->held += sn_gtbm_size(&ar->gtbm, off);
+    ar->st.allocs++;
+    ar->st.alloc_bytes += size;
+    if (ar->allocated > ar->st.peak_allocated)
+        ar->st.peak_allocated = ar->allocated;
+    sn_gtbm_stats gs;
+    sn_gtbm_stats_get(&ar->gtbm, &gs);
+    /* nothing leaves: the smallest pool that would have served the run
+     * is the placement's high-water mark */
+    ar->st.peak_resident = gs.peak_extent;
+    ar->st.peak_physical = ar->budget;
+    ar->st.rounding = gs.frag_at_peak;
+    ar->st.largest_need = gs.peak_extent;
+    sn_lock_give(&ar->lock);
+    *addr = ar->pool_base + off;
+    *rec = a;
+    return SN_ARENA_OK;
+}
+
 static int sn_is_library(int owner)
 {
     return owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS;
@@ -1388,6 +1495,8 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
      * exactly as it would without libsn */
     if (!size || size > ar->total)
         return SN_ARENA_PASS;
+    if (ar->pool)
+        return sn_pool_alloc(ar, size, early, addr, rec);
     int library = sn_is_library(owner);
     uint64_t asked = sn_round_up(size, SN_ALIGN);
     int shared = !library && asked < ar->gran;
@@ -1487,6 +1596,8 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
 void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
 {
     sn_block *b = block;
+    if (!b)
+        return;  /* a pool's allocation: nothing pinned */
     sn_lock_take(&ar->lock);
     /* a block the library freed before its call ended stays unkeyed */
     if (key && !b->lib_key && !b->library && !b->is_free && sn_key_block_locked(ar, b, key) != 0) {
@@ -1515,6 +1626,17 @@ void sn_arena_free(sn_arena_alloc *a)
 {
     sn_block *b = a->b;
     sn_arena *ar = a->ar;
+    if (ar->pool) {
+        sn_witness_cuda("cudaDeviceSynchronize");
+        sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+        sn_lock_take(&ar->lock);
+        ar->allocated -= a->size;
+        ar->held -= sn_gtbm_size(&ar->gtbm, a->off);
+        sn_gtbm_free(&ar->gtbm, a->off);
+        sn_lock_give(&ar->lock);
+        free(a);
+        return;
+    }
     /* cudaFree waits for the device: the program may rely on it */
     uint64_t covered = sn_arena_sync_begin(ar);
     sn_witness_cuda("cudaDeviceSynchronize");

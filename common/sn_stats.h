@@ -10,6 +10,7 @@
 
 typedef struct sn_manage_stats {
     int active;                  /* manage mode ran on this device */
+    int pool;                    /* as a contiguous pool (no VMM): nothing moves */
     const char *backing;         /* "VMM" */
     uint64_t budget;             /* bytes of device memory libsn may use */
     uint64_t granularity;        /* physical granule */

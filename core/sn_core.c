@@ -502,6 +502,12 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
     sn_mib(sz, sizeof sz, size);
     sn_mib(bud, sizeof bud, st.budget);
     sn_mib(host, sizeof host, st.host_limit);
+    if (st.pool) {
+        sn_warn("out of memory: device %d: an allocation of %s does not fit in libsn's pool (SN_BUDGET %s): "
+                "without VMM nothing can leave the device, so a larger budget (or device) is needed",
+                dev, sz, bud);
+        return SN_CORE_NOMEM;
+    }
     sn_warn("out of memory: device %d: an allocation of %s cannot be served: a block must fit SN_BUDGET "
             "(%s), and everything allocated must fit the budget plus SN_HOST_LIMIT (%s); a budget of at "
             "least %s would serve this allocation",

@@ -133,3 +133,31 @@ check "SN_PREDICTED_DEAD=0: nothing dropped on a prediction, more written back, 
     "[ \"\$(m '$tmp/pd0.json' predicted_drops)\" = 0 ] &&
      [ \"\$(m '$tmp/pd0.json' swap_out_bytes)\" -gt \"\$(m '$tmp/pd1.json' swap_out_bytes)\" ] &&
      diff -q '$tmp/pd.plain.learned' '$tmp/pd0.learned'"
+
+# Without VMM (SIMGPU_VMM=0) manage mode places every allocation in one
+# contiguous pool, GTBM-style, and moves nothing: bit-identical with the
+# default budget and at the high-water mark its report measured; the
+# report says which mode ran and what it could not do; a pool smaller
+# than that is a clean out-of-memory.
+for style in caffe darknet dynamic; do
+    args=(--iters 4 --net resnet --input 32 --batch 8 --width 8 --alloc $style)
+    "$trainer" "${args[@]}" >"$tmp/np.plain" 2>&1
+    learned "$tmp/np.plain" >"$tmp/np.plain.learned"
+    SIMGPU_VMM=0 SN_REPORT="$tmp/np.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >"$tmp/np.out" 2>&1
+    rc=$?
+    learned "$tmp/np.out" >"$tmp/np.learned"
+    least=$(m "$tmp/np.json" smallest_budget 2>/dev/null)
+    check "no VMM, $style: the pool runs bit-identically, and the report says a contiguous pool ran" \
+        "[ $rc -eq 0 ] && diff -q '$tmp/np.plain.learned' '$tmp/np.learned' >/dev/null &&
+         m '$tmp/np.json' backing | grep -q 'contiguous pool' && [ -n '$least' ]"
+    SIMGPU_VMM=0 SN_BUDGET="${least:-1M}" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >"$tmp/np2.out" 2>&1
+    rc=$?
+    learned "$tmp/np2.out" >"$tmp/np2.learned"
+    check "no VMM, $style: at the measured high-water mark (SN_BUDGET=$least) bit-identical" \
+        "[ $rc -eq 0 ] && diff -q '$tmp/np.plain.learned' '$tmp/np2.learned' >/dev/null"
+    SIMGPU_VMM=0 SN_BUDGET=$(( ${least:-4194304} / 2 )) LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+        >"$tmp/np3.out" 2>&1
+    rc=$?
+    check "no VMM, $style: at half of it a clean out-of-memory (exit $rc), said by libsn" \
+        "[ $rc -eq 3 ] && grep -q 'libsn: out of memory: .*pool' '$tmp/np3.out'"
+done

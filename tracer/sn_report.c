@@ -93,9 +93,26 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         return;
     char budget[32];
     budget_text(budget, sizeof budget, s->budget);
-    fprintf(f, "manage       %s arena, budget %.1f MiB (SN_BUDGET=%s), granule %.0f KiB, host limit %.1f GiB\n",
+    if (s->pool)
+        fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s)\n", s->backing ? s->backing : "?",
+                mib(s->budget), budget);
+    else
+    fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s), granule %.0f KiB, host limit %.1f GiB\n",
             s->backing ? s->backing : "?", mib(s->budget), budget, (double)s->granularity / 1024.0,
             (double)s->host_limit / (1024.0 * 1024.0 * 1024.0));
+    if (s->pool) {
+        char need[32];
+        budget_text(need, sizeof need, (s->largest_need + s->granularity) / s->granularity * s->granularity);
+        fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB\n",
+                (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated));
+        fprintf(f, "  placement          high-water mark %.1f MiB, of it %.1f MiB unusable holes at the peak "
+                   "(Dymem's fragmentation)\n", mib(s->peak_resident), mib(s->rounding));
+        fprintf(f, "  could not          move anything off the device (no VMM); a run larger than the pool "
+                   "gets out-of-memory\n");
+        fprintf(f, "  smallest budget    SN_BUDGET=%s measured feasible (the high-water mark)\n", need);
+        fprintf(f, "  out of memory      %llu allocations refused\n", (unsigned long long)s->oom_allocs);
+        return;
+    }
     fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB, granule rounding %.1f MiB\n",
             (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated), mib(s->rounding));
     fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles; library memory kept resident %.1f MiB\n",
