@@ -77,6 +77,13 @@ struct sn_arena_alloc {
 
 static int sn_predicted_dead_locked(const sn_block *b);
 
+/* Spare events of one kind, reused (creating one is a driver call). */
+typedef struct sn_evpool {
+    cudaEvent_t *spare;
+    size_t n, cap;
+    unsigned flags;           /* cudaEventCreateWithFlags' */
+} sn_evpool;
+
 typedef struct sn_hcache {
     uint64_t size;
     CUmemGenericAllocationHandle h;
@@ -133,11 +140,8 @@ struct sn_arena {
     int nstreams, streams_overflow;
     uint64_t overflow_stamp;
     sn_arena_ticket *active;  /* calls between acquire and release */
-    cudaEvent_t *ev_spare;
-    size_t nev, cap_ev;
-    /* timing: events that measure stalls (the others disable timing) */
-    cudaEvent_t *tev_spare;
-    size_t ntev, cap_tev;
+    sn_evpool events;         /* fences and copy completions: no timing */
+    sn_evpool timing;         /* the events that measure stalls */
     cudaEvent_t pending[64][2];  /* swap-in waits not read yet: before, after */
     size_t npending;
     int waiters;
@@ -156,64 +160,55 @@ static void sn_arena_quiet(cudaError_t rc)
     }
 }
 
-static cudaEvent_t sn_arena_event(sn_arena *ar)
+/* A spare event of the pool, or a new one (no lock held). */
+static cudaEvent_t sn_evpool_get(sn_arena *ar, sn_evpool *pool)
 {
     cudaEvent_t e = NULL;
     sn_lock_take(&ar->lock);
-    if (ar->nev)
-        e = ar->ev_spare[--ar->nev];
+    if (pool->n)
+        e = pool->spare[--pool->n];
     sn_lock_give(&ar->lock);
     if (e)
         return e;
     sn_witness_cuda("cudaEventCreateWithFlags");
-    cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, cudaEventDisableTiming);
+    cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, pool->flags);
     sn_arena_quiet(rc);
     return rc == cudaSuccess ? e : NULL;
+}
+
+static void sn_evpool_put_locked(sn_evpool *pool, cudaEvent_t e)
+{
+    if (!e)
+        return;
+    if (pool->n == pool->cap) {
+        size_t cap = pool->cap ? pool->cap * 2 : 64;
+        cudaEvent_t *p = realloc(pool->spare, cap * sizeof *p);
+        if (!p)
+            return;  /* leaks one event: harmless */
+        pool->spare = p;
+        pool->cap = cap;
+    }
+    pool->spare[pool->n++] = e;
+}
+
+static cudaEvent_t sn_arena_event(sn_arena *ar)
+{
+    return sn_evpool_get(ar, &ar->events);
 }
 
 static void sn_arena_event_put_locked(sn_arena *ar, cudaEvent_t e)
 {
-    if (!e)
-        return;
-    if (ar->nev == ar->cap_ev) {
-        size_t cap = ar->cap_ev ? ar->cap_ev * 2 : 64;
-        cudaEvent_t *p = realloc(ar->ev_spare, cap * sizeof *p);
-        if (!p)
-            return;  /* leaks one event: harmless */
-        ar->ev_spare = p;
-        ar->cap_ev = cap;
-    }
-    ar->ev_spare[ar->nev++] = e;
+    sn_evpool_put_locked(&ar->events, e);
 }
 
 static cudaEvent_t sn_timing_event(sn_arena *ar)
 {
-    cudaEvent_t e = NULL;
-    sn_lock_take(&ar->lock);
-    if (ar->ntev)
-        e = ar->tev_spare[--ar->ntev];
-    sn_lock_give(&ar->lock);
-    if (e)
-        return e;
-    sn_witness_cuda("cudaEventCreateWithFlags");
-    cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, cudaEventDefault);
-    sn_arena_quiet(rc);
-    return rc == cudaSuccess ? e : NULL;
+    return sn_evpool_get(ar, &ar->timing);
 }
 
 static void sn_timing_put_locked(sn_arena *ar, cudaEvent_t e)
 {
-    if (!e)
-        return;
-    if (ar->ntev == ar->cap_tev) {
-        size_t cap = ar->cap_tev ? ar->cap_tev * 2 : 16;
-        cudaEvent_t *p = realloc(ar->tev_spare, cap * sizeof *p);
-        if (!p)
-            return;
-        ar->tev_spare = p;
-        ar->cap_tev = cap;
-    }
-    ar->tev_spare[ar->ntev++] = e;
+    sn_evpool_put_locked(&ar->timing, e);
 }
 
 /* Elapsed ms between two timing events, or -1 (not complete, or no timing). */
@@ -416,6 +411,8 @@ static sn_arena *sn_arena_create(int dev)
         free(ar);
         return NULL;
     }
+    ar->events.flags = cudaEventDisableTiming;
+    ar->timing.flags = cudaEventDefault;
     sn_stage_init(&ar->stage);
     ar->st.active = 1;
     ar->st.backing = "VMM arena";
