@@ -31,6 +31,7 @@
 #include "allocator/sn_gtbm.h"
 #include "allocator/sn_predict.h"
 #include "allocator/sn_stage.h"
+#include "common/sn_array.h"
 #include "common/sn_call.h"
 #include "common/sn_hooks.h"
 #include "common/sn_kinds.h"
@@ -180,14 +181,8 @@ static void sn_evpool_put_locked(sn_evpool *pool, cudaEvent_t e)
 {
     if (!e)
         return;
-    if (pool->n == pool->cap) {
-        size_t cap = pool->cap ? pool->cap * 2 : 64;
-        cudaEvent_t *p = realloc(pool->spare, cap * sizeof *p);
-        if (!p)
-            return;  /* leaks one event: harmless */
-        pool->spare = p;
-        pool->cap = cap;
-    }
+    if (sn_array_room(&pool->spare, pool->n, &pool->cap, sizeof *pool->spare, 64) != 0)
+        return;  /* leaks one event: harmless */
     pool->spare[pool->n++] = e;
 }
 
@@ -469,14 +464,8 @@ static sn_freelist *sn_freelist_of_locked(sn_arena *ar, uint64_t size, int creat
             return &ar->free_lists[i];
     if (!create)
         return NULL;
-    if (ar->nfree_lists == ar->cap_free_lists) {
-        size_t cap = ar->cap_free_lists ? ar->cap_free_lists * 2 : 16;
-        sn_freelist *p = realloc(ar->free_lists, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        ar->free_lists = p;
-        ar->cap_free_lists = cap;
-    }
+    if (sn_array_room(&ar->free_lists, ar->nfree_lists, &ar->cap_free_lists, sizeof *ar->free_lists, 16) != 0)
+        return NULL;
     sn_freelist *f = &ar->free_lists[ar->nfree_lists++];
     f->size = size;
     f->head = NULL;
@@ -538,14 +527,8 @@ static sn_block *sn_block_new_locked(sn_arena *ar, uint64_t size)
 {
     if (ar->va_end - ar->va_cur < size)
         return NULL;
-    if (ar->nblocks == ar->cap_blocks) {
-        size_t cap = ar->cap_blocks ? ar->cap_blocks * 2 : 256;
-        sn_block **p = realloc(ar->blocks, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        ar->blocks = p;
-        ar->cap_blocks = cap;
-    }
+    if (sn_array_room(&ar->blocks, ar->nblocks, &ar->cap_blocks, sizeof *ar->blocks, 256) != 0)
+        return NULL;
     sn_block *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
@@ -568,14 +551,8 @@ static sn_keyed *sn_keyed_of_locked(sn_arena *ar, void *key, int create)
             return &ar->keyed[i];
     if (!create)
         return NULL;
-    if (ar->nkeyed == ar->cap_keyed) {
-        size_t cap = ar->cap_keyed ? ar->cap_keyed * 2 : 8;
-        sn_keyed *p = realloc(ar->keyed, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        ar->keyed = p;
-        ar->cap_keyed = cap;
-    }
+    if (sn_array_room(&ar->keyed, ar->nkeyed, &ar->cap_keyed, sizeof *ar->keyed, 8) != 0)
+        return NULL;
     sn_keyed *k = &ar->keyed[ar->nkeyed++];
     memset(k, 0, sizeof *k);
     k->key = key;
@@ -589,14 +566,8 @@ static int sn_key_block_locked(sn_arena *ar, sn_block *b, void *key)
     sn_keyed *k = sn_keyed_of_locked(ar, key, 1);
     if (!k)
         return -1;
-    if (k->n == k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 4;
-        sn_block **p = realloc(k->blocks, cap * sizeof *p);
-        if (!p)
-            return -1;
-        k->blocks = p;
-        k->cap = cap;
-    }
+    if (sn_array_room(&k->blocks, k->n, &k->cap, sizeof *k->blocks, 4) != 0)
+        return -1;
     k->blocks[k->n++] = b;
     b->lib_key = key;
     return 0;
@@ -640,16 +611,11 @@ typedef struct sn_plan {
     int nstreams, overflow;
 } sn_plan;
 
-static int sn_push(void **arr, size_t *n, size_t *cap, size_t elem)
+/* One more element at the end of a plan's array (counted in *n). */
+static int sn_push(void *arrp, size_t *n, size_t *cap, size_t elem)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        void *p = realloc(*arr, c * elem);
-        if (!p)
-            return -1;
-        *arr = p;
-        *cap = c;
-    }
+    if (sn_array_room(arrp, *n, cap, elem, 16) != 0)
+        return -1;
     (*n)++;
     return 0;
 }
@@ -675,14 +641,8 @@ static CUmemGenericAllocationHandle sn_hcache_take_locked(sn_arena *ar, uint64_t
 
 static int sn_hcache_put_locked(sn_arena *ar, uint64_t size, CUmemGenericAllocationHandle h)
 {
-    if (ar->nh == ar->cap_h) {
-        size_t cap = ar->cap_h ? ar->cap_h * 2 : 64;
-        sn_hcache *p = realloc(ar->hcache, cap * sizeof *p);
-        if (!p)
-            return -1;
-        ar->hcache = p;
-        ar->cap_h = cap;
-    }
+    if (sn_array_room(&ar->hcache, ar->nh, &ar->cap_h, sizeof *ar->hcache, 64) != 0)
+        return -1;
     ar->hcache[ar->nh++] = (sn_hcache){size, h};
     return 0;
 }
@@ -760,13 +720,6 @@ static void sn_ticket_unlink_locked(sn_arena *ar, sn_arena_ticket *t)
     t->linked = 0;
 }
 
-void sn_arena_note_stream(sn_arena *ar, void *stream)
-{
-    sn_lock_take(&ar->lock);
-    sn_note_stream_locked(ar, stream);
-    sn_lock_give(&ar->lock);
-}
-
 uint64_t sn_arena_sync_begin(sn_arena *ar)
 {
     sn_lock_take(&ar->lock);
@@ -798,7 +751,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
     /* handles of victims that go straight to a load need no room */
     while (avail < want && ar->nh) {
         sn_hcache c = ar->hcache[--ar->nh];
-        if (sn_push((void **)&p->release, &p->nrelease, &p->cap_release, sizeof *p->release) != 0) {
+        if (sn_push(&p->release, &p->nrelease, &p->cap_release, sizeof *p->release) != 0) {
             ar->nh++;
             break;
         }
@@ -831,7 +784,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
             victim->mark = ar->clock;
             continue;
         }
-        if (sn_push((void **)&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
+        if (sn_push(&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
             return -1;
         sn_move *m = &p->victims[p->nvictims - 1];
         *m = (sn_move){victim, victim->handle, -1, copy, predicted, NULL};
@@ -1273,7 +1226,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_block *b = t->blocks[i];
             if (b->resident)
                 continue;
-            if (sn_push((void **)&p.loads, &p.nloads, &p.cap_loads, sizeof *p.loads) != 0)
+            if (sn_push(&p.loads, &p.nloads, &p.cap_loads, sizeof *p.loads) != 0)
                 break;
             sn_move *m = &p.loads[p.nloads - 1];
             int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
@@ -1612,11 +1565,6 @@ void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
     if (ar->waiters)
         pthread_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
-}
-
-uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec)
-{
-    return rec->size;
 }
 
 void sn_arena_free(sn_arena_alloc *a)

@@ -71,8 +71,6 @@ void sn_arena_scoped_end(sn_arena *ar, void *block, void *key);
 /* Frees an allocation: waits for the device as cudaFree does, keeps the
  * block mapped for reuse by the next allocation of its size. */
 void sn_arena_free(sn_arena_alloc *rec);
-/* Bytes an allocation was given (for the registry). */
-uint64_t sn_arena_alloc_size(const sn_arena_alloc *rec);
 
 /* How a call uses one allocation's block (sn_arena_alloc_block: blocks
  * live as long as the arena, so a use stays valid even if another thread
@@ -114,9 +112,6 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                      void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
 void sn_arena_release(sn_arena_ticket *t);
 
-/* The framework used stream (it did work on the device there): swap-outs
- * wait for it. Called for every forwarded call; cheap when known. */
-void sn_arena_note_stream(sn_arena *ar, void *stream);
 /* The host synchronises with the whole device: sync_begin before the real
  * call (what it will cover: every call forwarded by then), device_synced
  * after it returned, with that value. */

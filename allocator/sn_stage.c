@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sn_array.h"
 #include "common/sn_hooks.h"
 #include "common/sn_log.h"
 #include "common/sn_options.h"
@@ -92,14 +93,8 @@ int sn_stage_slab_give(sn_stage_slab *sl, uint64_t off, uint64_t size)
         sl->holes[i].off = off;
         sl->holes[i].len += size;
     } else {
-        if (sl->nholes == sl->cap_holes) {
-            size_t cap = sl->cap_holes ? sl->cap_holes * 2 : 8;
-            sn_stage_hole *p = realloc(sl->holes, cap * sizeof *p);
-            if (!p)
-                return -1;  /* the range is lost to this run, not corrupted */
-            sl->holes = p;
-            sl->cap_holes = cap;
-        }
+        if (sn_array_room(&sl->holes, sl->nholes, &sl->cap_holes, sizeof *sl->holes, 8) != 0)
+            return -1;  /* the range is lost to this run, not corrupted */
         memmove(&sl->holes[i + 1], &sl->holes[i], (sl->nholes - i) * sizeof sl->holes[0]);
         sl->holes[i] = (sn_stage_hole){off, size};
         sl->nholes++;
@@ -131,15 +126,8 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
     }
     sn_lock_take(lock);
     void *out = NULL;
-    if (s->nslabs == s->cap_slabs) {
-        size_t cap = s->cap_slabs ? s->cap_slabs * 2 : 8;
-        sn_stage_slab *n = realloc(s->slabs, cap * sizeof *n);
-        if (n) {
-            s->slabs = n;
-            s->cap_slabs = cap;
-        }
-    }
-    if (s->nslabs < s->cap_slabs) {
+    int kept = sn_array_room(&s->slabs, s->nslabs, &s->cap_slabs, sizeof *s->slabs, 8) == 0;
+    if (kept) {
         sn_stage_slab *sl = &s->slabs[s->nslabs++];
         memset(sl, 0, sizeof *sl);
         sl->base = p;
@@ -151,6 +139,13 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
             out = sl->base + off;
     }
     sn_lock_give(lock);
+    if (!kept) {
+        /* no record to keep it in: unpinned again rather than lost */
+        sn_witness_cuda("cudaFreeHost");
+        sn_real_cudaFreeHost_fn fr = SN_REAL(cudaFreeHost);
+        if (fr)
+            fr(p);
+    }
     return out;
 }
 

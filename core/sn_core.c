@@ -24,6 +24,7 @@
 #include <libunwind.h>
 
 #include "allocator/sn_arena.h"
+#include "common/sn_array.h"
 #include "core/sn_access.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
@@ -183,14 +184,8 @@ static void sn_event_put_locked(sn_device *d, cudaEvent_t e)
 {
     if (!e)
         return;
-    if (d->nspare == d->cap_spare) {
-        size_t cap = d->cap_spare ? d->cap_spare * 2 : 256;
-        cudaEvent_t *s = realloc(d->spare, cap * sizeof *s);
-        if (!s)
-            return;
-        d->spare = s;
-        d->cap_spare = cap;
-    }
+    if (sn_array_room(&d->spare, d->nspare, &d->cap_spare, sizeof *d->spare, 256) != 0)
+        return;
     d->spare[d->nspare++] = e;
 }
 
@@ -444,9 +439,9 @@ static __thread sn_lib_scope sn_lib_scope_now;
 void sn_core_lib_scope_begin(int dev, void *handle)
 {
     sn_lib_scope *sc = &sn_lib_scope_now;
-    sc->active = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready && sn_arena_peek(dev);
+    sc->ar = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready ? sn_arena_peek(dev) : NULL;
+    sc->active = sc->ar != NULL;
     sc->handle = handle;
-    sc->ar = sc->active ? sn_arena_peek(dev) : NULL;
     sc->n = 0;
 }
 
@@ -700,14 +695,8 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
 {
     if (d->profiled)
         return;
-    if (d->nsig == d->cap_sig) {
-        size_t cap = d->cap_sig ? d->cap_sig * 2 : 1024;
-        uint64_t *p = realloc(d->step_sig, cap * sizeof *p);
-        if (!p)
-            return;
-        d->step_sig = p;
-        d->cap_sig = cap;
-    }
+    if (sn_array_room(&d->step_sig, d->nsig, &d->cap_sig, sizeof *d->step_sig, 1024) != 0)
+        return;
     d->step_sig[d->nsig++] = sig;
     if (!d->next_check)
         d->next_check = 64;
@@ -932,16 +921,9 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
     sn_lock_take(&d->lock);
     if (!ok)
         sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
-    if (t->timed && recorded && d->npending == d->cap_pending) {
-        size_t cap = d->cap_pending ? d->cap_pending * 2 : 1024;
-        sn_pending *p = realloc(d->pending, cap * sizeof *p);
-        if (p) {
-            d->pending = p;
-            d->cap_pending = cap;
-        } else {
-            recorded = 0;
-        }
-    }
+    if (t->timed && recorded &&
+        sn_array_room(&d->pending, d->npending, &d->cap_pending, sizeof *d->pending, 1024) != 0)
+        recorded = 0;
     if (t->timed && recorded) {
         d->pending[d->npending++] = (sn_pending){t->index, t->start, t->stop, c->stream};
     } else if (t->timed) {
