@@ -126,11 +126,25 @@ static void init_device(struct simgpu_device *d, int idx, const simgpu_profile *
     d->prof = p;
     d->capacity = cap;
     /* Address space: generous, because reserving costs nothing and libsn may
-     * reserve several times the capacity for its tensors. */
-    d->heap_span = round_up(cap * 2 > ((size_t)1 << 30) ? cap * 2 : ((size_t)1 << 30), SIMGPU_GRANULARITY);
-    d->vmm_span = round_up(cap * 8 > ((size_t)8 << 30) ? cap * 8 : ((size_t)8 << 30), SIMGPU_GRANULARITY);
-    size_t span = d->heap_span + d->vmm_span + SIMGPU_GRANULARITY;
-    void *base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+     * reserve several times the capacity for its tensors.  A process whose
+     * address space is fenced in (ThreadSanitizer keeps applications to a few
+     * TiB-sized windows, ulimit -v) may refuse the generous span for a large
+     * device; then ask for less, down to the capacity itself, as a driver on
+     * a smaller virtual address space would offer less. */
+    static const struct { unsigned heap_x4, vmm_x4; } k_spans[] = {
+        {8, 32}, {8, 16}, {6, 8}, {5, 5}, {4, 4},
+    };
+    void *base = MAP_FAILED;
+    size_t span = 0;
+    for (size_t i = 0; i < sizeof k_spans / sizeof k_spans[0] && base == MAP_FAILED; i++) {
+        size_t heap = cap / 4 * k_spans[i].heap_x4, vmm = cap / 4 * k_spans[i].vmm_x4;
+        size_t min_heap = i == 0 ? (size_t)1 << 30 : (size_t)64 << 20;
+        size_t min_vmm = i == 0 ? (size_t)8 << 30 : (size_t)64 << 20;
+        d->heap_span = round_up(heap > min_heap ? heap : min_heap, SIMGPU_GRANULARITY);
+        d->vmm_span = round_up(vmm > min_vmm ? vmm : min_vmm, SIMGPU_GRANULARITY);
+        span = d->heap_span + d->vmm_span + SIMGPU_GRANULARITY;
+        base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
     if (base == MAP_FAILED) {
         simgpu_log("cannot reserve %zu bytes of address space for device %d: %s", span, idx, strerror(errno));
         abort();
