@@ -16,6 +16,7 @@ typedef struct sn_manage_stats {
     uint64_t granularity;        /* physical granule */
     uint64_t host_limit;         /* pinned host memory libsn may use */
     uint64_t allocs, alloc_bytes;        /* allocations served */
+    uint64_t passed, passed_bytes;       /* device allocations left to CUDA (managed, stream-ordered) */
     uint64_t blocks;                     /* blocks created */
     uint64_t swap_in, swap_in_bytes;     /* copies host -> device */
     uint64_t swap_out, swap_out_bytes;   /* copies device -> host */

@@ -63,6 +63,7 @@ typedef struct sn_device {
     uint64_t *step_sig;
     size_t nsig, cap_sig, next_check;
     int profiled;             /* written under the lock, read atomically outside it */
+    uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
@@ -338,6 +339,11 @@ static void sn_on_stale(sn_alloc *a, void *ctx)
     sn_lock_give(&d->lock);
 }
 
+static int sn_managing(void)
+{
+    return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
+}
+
 void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn_arena_alloc *managed)
 {
     if (!p || !sn_core_ready)
@@ -350,6 +356,10 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn
     sn_alloc *a = sn_reg_add_locked(&sn_reg, (uintptr_t)p, size, kind, owner, dev, sn_on_stale, NULL);
     if (a)
         a->managed = managed;
+    if (a && !managed && kind != SN_KIND_HOST && dev >= 0 && dev < SN_MAX_DEVICES && sn_managing()) {
+        __atomic_add_fetch(&sn_devs[dev].passed, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&sn_devs[dev].passed_bytes, size, __ATOMIC_RELAXED);
+    }
     if (a && kind != SN_KIND_HOST && dev >= 0 && dev < SN_MAX_DEVICES) {
         sn_device *d = &sn_devs[dev];
         sn_lock_take(&d->lock);
@@ -434,7 +444,7 @@ typedef struct sn_lib_scope {
     int n;
     void *blocks[32];
 } sn_lib_scope;
-static __thread sn_lib_scope sn_lib_scope_now;
+static __thread sn_lib_scope sn_lib_scope_now __attribute__((tls_model("initial-exec")));
 
 void sn_core_lib_scope_begin(int dev, void *handle)
 {
@@ -454,11 +464,6 @@ void sn_core_lib_scope_end(void *handle)
     for (int i = 0; i < sc->n; i++)
         sn_arena_scoped_end(sc->ar, sc->blocks[i], handle);
     sc->n = 0;
-}
-
-static int sn_managing(void)
-{
-    return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
 }
 
 static void sn_mib(char *out, size_t cap, uint64_t bytes)
@@ -979,8 +984,8 @@ static void sn_harvest(int dev, void *stream, int all)
 
 /* What the calling thread's device synchronisation in progress covers
  * (sn_core_sync_begin .. sn_core_host_synced). */
-static __thread uint64_t sn_sync_covered;
-static __thread int sn_sync_pending;
+static __thread uint64_t sn_sync_covered __attribute__((tls_model("initial-exec")));
+static __thread int sn_sync_pending __attribute__((tls_model("initial-exec")));
 
 void sn_core_sync_begin(int dev)
 {
@@ -1155,8 +1160,12 @@ static void sn_finish(int cuda_usable)
     for (int dev = 0; dev < SN_MAX_DEVICES; dev++)
         if (sn_devs[dev].trace && sn_devs[dev].trace->run.calls) {
             sn_arena *ar = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready ? sn_arena_peek(dev) : NULL;
-            if (ar)
-                sn_arena_stats(ar, &sn_devs[dev].trace->manage);
+            if (ar) {
+                sn_manage_stats *ms = &sn_devs[dev].trace->manage;
+                sn_arena_stats(ar, ms);
+                ms->passed = __atomic_load_n(&sn_devs[dev].passed, __ATOMIC_RELAXED);
+                ms->passed_bytes = __atomic_load_n(&sn_devs[dev].passed_bytes, __ATOMIC_RELAXED);
+            }
             traces[n++] = sn_devs[dev].trace;
         }
     char unseen[768] = "";

@@ -17,8 +17,35 @@
  * (sn_core_alloc), which serves it from libsn's arena or says it does not
  * fit; only what the arena does not take reaches the real function. A free
  * of memory the arena served never reaches the real function either.
+ *
+ * Pitched allocations are served too: the arena picks the pitch (each row
+ * rounded up to SN_PITCH_ALIGN bytes, what CUDA returns on the GPUs we have
+ * measured; the API promises only that rows are aligned for coalescing, and
+ * a program must use the pitch it is given). Managed, pinned host and
+ * stream-ordered memory (cudaMallocAsync, cuMemAllocAsync) always reach the
+ * real functions: managed memory pages itself, pinned memory is the host's,
+ * and stream-ordered memory lives in the driver's pools, whose reuse follows
+ * the stream order of its frees; those allocations are recorded and seen by
+ * the tracer, and count against SN_BUDGET only through what the device
+ * reports free.
  */
 #include "shim/sn_wrap.h"
+
+#define SN_PITCH_ALIGN 512u
+
+/* The bytes a pitched allocation takes when the arena serves it, storing the
+ * pitch it will have; 0 (forward to the real function, which checks the
+ * arguments and answers) for arguments CUDA would refuse or round oddly. */
+static inline size_t sn_pitch_want(size_t *pitch, size_t width, size_t height, unsigned elem)
+{
+    if (!pitch || !width || !height || width > 2147483647u || (elem != 4 && elem != 8 && elem != 16))
+        return 0;
+    size_t row = (width + SN_PITCH_ALIGN - 1) / SN_PITCH_ALIGN * SN_PITCH_ALIGN, bytes;
+    if (__builtin_mul_overflow(row, height, &bytes))
+        return 0;
+    *pitch = row;
+    return bytes;
+}
 
 int sn_driver_owner(int *entered)
 {

@@ -19,7 +19,7 @@ check "without libsn: the program passes (exit $rc)" "[ $rc -eq 0 ] && [ -s \"$t
 check "without libsn: the peer copies cross two devices" "grep -q '^probe peer between devices 0 and 1' \"$tmp/plain.probes\""
 
 for mode in off trace manage; do
-    SN_MODE=$mode SN_REPORT=off LD_PRELOAD="$SN_PRELOAD" "$bin" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+    SN_MODE=$mode SN_REPORT="$tmp/$mode.json" LD_PRELOAD="$SN_PRELOAD" "$bin" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
     rc=$?
     grep '^probe' "$tmp/$mode.out" >"$tmp/$mode.probes"
     if ! check "SN_MODE=$mode: the program passes under libsn (exit $rc)" "[ $rc -eq 0 ]"; then
@@ -34,3 +34,9 @@ for mode in off trace manage; do
         sed 's/^/# /' "$tmp/$mode.err" | head -20
     fi
 done
+
+# Manage mode serves the pitched allocation from its arena and leaves to CUDA
+# only what keeps its own rules: on device 0 one managed allocation and three
+# stream-ordered ones of 1 MiB each.
+check "SN_MODE=manage: pitched memory served, only managed and stream-ordered memory left to CUDA" \
+    "python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))[\"devices\"][0][\"manage\"]; sys.exit(not (m[\"passed\"] == 4 and m[\"passed_bytes\"] == 4 << 20))' \"$tmp/manage.json\""

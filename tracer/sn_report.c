@@ -115,6 +115,9 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
     }
     fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB, granule rounding %.1f MiB\n",
             (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated), mib(s->rounding));
+    if (s->passed)
+        fprintf(f, "  left to CUDA       %llu allocations (%.1f MiB): managed or stream-ordered, not moved by libsn\n",
+                (unsigned long long)s->passed, mib(s->passed_bytes));
     fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles; library memory kept resident %.1f MiB\n",
             mib(s->peak_resident), mib(s->peak_physical), mib(s->pinned_library));
     fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
@@ -321,7 +324,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
     if (!s->active)
         return;
     fprintf(f, "\"manage\":{\"backing\":\"%s\",\"budget\":%llu,\"granularity\":%llu,\"host_limit\":%llu,"
-               "\"allocs\":%llu,\"alloc_bytes\":%llu,\"peak_allocated\":%llu,\"rounding\":%llu,"
+               "\"allocs\":%llu,\"alloc_bytes\":%llu,\"passed\":%llu,\"passed_bytes\":%llu,\"peak_allocated\":%llu,\"rounding\":%llu,"
                "\"peak_resident\":%llu,\"peak_physical\":%llu,\"library_resident\":%llu,"
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
@@ -331,6 +334,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"predicted_drops\":%llu,\"dropped_reads\":%llu},",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
+            (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
             (unsigned long long)s->peak_allocated, (unsigned long long)s->rounding,
             (unsigned long long)s->peak_resident, (unsigned long long)s->peak_physical,
             (unsigned long long)s->pinned_library, (unsigned long long)s->swap_in,
