@@ -1623,6 +1623,14 @@ void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes)
         *total_bytes = (size_t)total;
 }
 
+void sn_arena_wait_copies(sn_arena *ar)
+{
+    if (!ar || ar->pool)
+        return;
+    sn_witness_cuda("cudaStreamSynchronize");
+    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+}
+
 void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
 {
     sn_lock_take(&ar->lock);

@@ -128,4 +128,9 @@ void sn_arena_harvest(sn_arena *ar, int wait);
 /* Statistics for the report (a copy, taken under the arena's lock). */
 void sn_arena_stats(sn_arena *ar, sn_manage_stats *out);
 
+/* The host waits until every copy the arena has issued has completed (its
+ * device must be current): for a call on another device's stream, which
+ * cannot be made to wait on this arena's events. */
+void sn_arena_wait_copies(sn_arena *ar);
+
 #endif

@@ -25,16 +25,25 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
         }
         for (size_t j = 0; j < n; j++) {
             sn_alloc *a = hit[j];
-            if (uses && a->managed && a->dev == c->dev) {
-                if (uses->n == uses->cap) {
-                    uses->all = 1;
+            if (uses && a->managed) {
+                unsigned m = r->mode & (SN_READ | SN_WRITE);
+                if (r->mode & SN_SCRATCH)
+                    m |= SN_WRITE;
+                if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
+                    m |= SN_OVERWRITE;
+                if (a->dev == c->dev) {
+                    if (uses->n == uses->cap)
+                        uses->all = 1;
+                    else
+                        uses->use[uses->n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
+                } else if (uses->peer_dev < 0 || uses->peer_dev == a->dev) {
+                    uses->peer_dev = a->dev;
+                    if (uses->npeer == uses->cap_peer)
+                        uses->peer_all = 1;
+                    else
+                        uses->peer[uses->npeer++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
                 } else {
-                    unsigned m = r->mode & (SN_READ | SN_WRITE);
-                    if (r->mode & SN_SCRATCH)
-                        m |= SN_WRITE;
-                    if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
-                        m |= SN_OVERWRITE;
-                    uses->use[uses->n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
+                    uses->more_devices = 1;
                 }
             }
             if (a->trace_id == SN_NO_TRACE_ID) {

@@ -39,6 +39,11 @@ typedef struct sn_access_uses {
     sn_arena_use *use;
     size_t cap, n;
     int all;
+    /* the blocks it touches on one other device (a peer copy), the same
+     * way; peer_dev -1 when none; more_devices: memory of a third device */
+    int peer_dev, peer_all, more_devices;
+    sn_arena_use *peer;
+    size_t cap_peer, npeer;
 } sn_access_uses;
 
 /* Resolves c's ranges into acc[0..cap). The tracer's id of an allocation is

@@ -773,6 +773,37 @@ static void sn_core_runtime_nomem(void)
  * cuBLAS call. The blocks were found with the tracer's accesses, under the
  * registry's lock (blocks outlive allocations, so they stay valid); the
  * arena works with no core lock held. */
+/* The memory a call touches on another device (a peer copy): made resident
+ * on that device's arena with that device current. The call's stream is on
+ * the calling device and cannot wait on the other arena's events, so the
+ * host waits for its copies instead, and at the end of the call for the
+ * call itself before the blocks may leave (sn_core_call_end). Rare, and
+ * peer copies are large: the waits cost little next to them. */
+static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u)
+{
+    sn_arena *par = sn_arena_of(u->peer_dev);
+    t->peer_need = 0;
+    if (!par)
+        return 0;
+    if (u->more_devices)
+        sn_warn_once("device %d: a call touches managed memory on more than two devices; only two are made "
+                     "resident", c->dev);
+    int lib = sn_own_work_begin();
+    int cur = sn_current_device();
+    sn_witness_cuda("cudaSetDevice");
+    int switched = cur != u->peer_dev && SN_REAL(cudaSetDevice)(u->peer_dev) == cudaSuccess;
+    int rc = sn_arena_acquire(par, u->peer, u->peer_all ? 0 : u->npeer, u->peer_all, NULL, NULL, -1,
+                              &t->peer_held, &t->peer_need);
+    if (rc == SN_ARENA_OK)
+        sn_arena_wait_copies(par);
+    else
+        t->peer_held.ar = NULL;
+    if (switched)
+        sn_quiet(SN_REAL(cudaSetDevice)(cur));
+    sn_own_work_end(lib);
+    return rc == SN_ARENA_OK ? 0 : -1;
+}
+
 static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos)
 {
     sn_arena *ar = sn_arena_of(c->dev);
@@ -781,15 +812,26 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     size_t n = u->all ? 0 : u->n;
     int all = u->all;
     const sn_arena_use *uses = u->use;
-    if (!n && !all && !c->lib_handle)
-        return 0;
     uint64_t need = 0;
-    int lib = sn_own_work_begin();
-    int rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, pos, &t->held, &need);
-    sn_own_work_end(lib);
+    int rc = SN_ARENA_OK;
+    if (n || all || c->lib_handle) {
+        int lib = sn_own_work_begin();
+        rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, pos, &t->held, &need);
+        sn_own_work_end(lib);
+        if (rc != SN_ARENA_OK)
+            t->held.ar = NULL;
+    }
+    if (rc == SN_ARENA_OK && u->peer_dev >= 0 && (u->npeer || u->peer_all)) {
+        if (sn_core_make_peer_resident(c, t, u) == 0)
+            return 0;
+        if (t->held.ar)
+            sn_arena_release(&t->held);
+        ar = sn_arena_of(u->peer_dev);
+        rc = SN_ARENA_NOMEM;
+        need = t->peer_need;
+    }
     if (rc == SN_ARENA_OK)
         return 0;
-    t->held.ar = NULL;
     sn_manage_stats st;
     sn_arena_stats(ar, &st);
     char ws[32], bud[32];
@@ -811,6 +853,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     t->index = -1;
     t->timed = 0;
     t->held.ar = NULL;
+    t->peer_held.ar = NULL;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return 0;
     int managing = sn_managing();
@@ -824,7 +867,9 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         sn_register_exit();
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
     sn_arena_use use[SN_CALL_MAX_RANGES * 4];
-    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0};
+    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
+    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
+                           peer_use, sizeof peer_use / sizeof peer_use[0], 0};
     int time_it = 0;
     int64_t pos = -1;
     /* One pass over the registry serves both the tracer and the arena.
@@ -918,6 +963,13 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
         sn_core_lib_scope_end(c->lib_handle);
     if (t->held.ar)
         sn_arena_release(&t->held);
+    if (t->peer_held.ar) {
+        int lib = sn_own_work_begin();
+        sn_witness_cuda("cudaStreamSynchronize");
+        sn_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)c->stream));
+        sn_own_work_end(lib);
+        sn_arena_release(&t->peer_held);
+    }
     /* An untimed step that succeeded is complete as counted. */
     if ((t->index < 0 && t->index != SN_TRACE_UNRECORDED) || (!t->timed && ok))
         return;

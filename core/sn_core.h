@@ -75,6 +75,8 @@ typedef struct sn_step_token {
     int timed;         /* start was recorded; stop is recorded at the end */
     void *start, *stop;
     sn_arena_ticket held;  /* manage mode: what the call pinned resident */
+    sn_arena_ticket peer_held; /* the same on another device (a peer copy) */
+    uint64_t peer_need;
 } sn_step_token;
 /* Returns 0, or SN_CORE_NOMEM when manage mode cannot make the call's
  * working set resident within the budget: the wrapper then returns its

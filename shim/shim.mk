@@ -70,6 +70,12 @@ $(BUILD)/tests/sn_threads: $(BUILD)/tests/sn_threads.o $(SIM_LIBS)
 ALL_TARGETS += $(BUILD)/tests/sn_threads
 TEST_SCRIPTS += tests/test_sn_reliability.sh
 
+# Peer copies between two devices under memory pressure (data-parallel habits).
+$(BUILD)/tests/sn_peer: $(BUILD)/tests/sn_peer.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/tests/sn_peer
+
 # CUDA reached through dlopen + dlsym only (ctypes, plugin loaders).
 $(BUILD)/tests/sn_dlopen: $(BUILD)/tests/sn_dlopen.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) -ldl

@@ -40,3 +40,15 @@ done
 # stream-ordered ones of 1 MiB each.
 check "SN_MODE=manage: pitched memory served, only managed and stream-ordered memory left to CUDA" \
     "python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))[\"devices\"][0][\"manage\"]; sys.exit(not (m[\"passed\"] == 4 and m[\"passed_bytes\"] == 4 << 20))' \"$tmp/manage.json\""
+
+# Peer copies read another device's memory: under a budget that holds two of
+# device 1's six 8 MiB buffers, manage mode must bring each back on device 1
+# for a copy made on device 0 (the simulator faults on an unmapped source).
+peer="$BUILD_DIR/tests/sn_peer"
+out=$("$peer" 2>&1)
+check "peer copies without libsn" "grep -q '^peer copies: 0 of 6 buffers wrong' <<<\"\$out\""
+out=$(SN_MODE=manage SN_BUDGET=20M SN_REPORT=off LD_PRELOAD="$SN_PRELOAD" "$peer" 2>&1)
+if ! check "peer copies under manage mode at a budget below their sources" \
+    "grep -q '^peer copies: 0 of 6 buffers wrong' <<<\"\$out\""; then
+    sed 's/^/# /' <<<"$out" | tail -5
+fi
