@@ -1,0 +1,101 @@
+/*
+ * sn_plan.c — sn_plan_make: checks the model, runs the chosen policy on the
+ * model indexed once (sn_policy.h), and hands back the plan with the
+ * mobility class of every tensor and the timeline's prediction of it.
+ */
+#include "policy/sn_policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sn_options.h"
+
+int sn_policy_run(const sn_pol *P, int policy, sn_pol_acts *A, int *algo)
+{
+    sn_pol_acts_free(A);
+    switch (policy) {
+    case SN_POLICY_AUTO:
+        return sn_policy_auto(P, A, algo);
+    case SN_POLICY_LRU:
+        return sn_policy_lru(P, A, algo);
+    case SN_POLICY_VDNN_ALL:
+        return sn_policy_vdnn(P, 0, A, algo);
+    case SN_POLICY_VDNN_CONV:
+        return sn_policy_vdnn(P, 1, A, algo);
+    case SN_POLICY_VDNN_DYN:
+        return sn_policy_vdnn_dyn(P, A, algo);
+    case SN_POLICY_SUPERNEURONS:
+        return sn_policy_superneurons(P, A, algo);
+    case SN_POLICY_MODNN:
+        return sn_policy_modnn(P, A, algo);
+    case SN_POLICY_POOCH:
+        return sn_policy_pooch(P, A, algo);
+    case SN_POLICY_DYMEM:
+        return sn_policy_dymem(P, A, algo);
+    default:
+        return -1;
+    }
+}
+
+static int positive(double x)
+{
+    return isfinite(x) && x > 0.0;
+}
+
+/* What the timeline checks, and what planning needs beyond it: the
+ * backward pass's start inside the iteration, the framework's algorithm
+ * among the step's, and copy bandwidths (every policy may plan copies). */
+static int model_ok(const sn_plan_model *m)
+{
+    if (sn_plan_check(m, NULL) < 0)
+        return 0;
+    if (m->backward_start < 0 || m->backward_start > m->nsteps)
+        return 0;
+    if (!positive(m->h2d_gbps) || !positive(m->d2h_gbps) || !positive(m->duplex))
+        return 0;
+    for (int s = 0; s < m->nsteps; s++) {
+        const sn_plan_step *st = &m->step[s];
+        if (st->nalgo > 0 && (st->framework_algo < 0 || st->framework_algo >= st->nalgo))
+            return 0;
+    }
+    return 1;
+}
+
+int sn_plan_make(const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out)
+{
+    if (!out)
+        return -1;
+    memset(out, 0, sizeof *out);
+    if (!model_ok(m) || policy < SN_POLICY_AUTO || policy > SN_POLICY_DYMEM)
+        return -1;
+    sn_pol P;
+    if (sn_pol_init(&P, m, budget) < 0)
+        return -1;
+    sn_pol_acts A = {0};
+    int *algo = malloc((size_t)m->nsteps * sizeof *algo);
+    int *cls = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *cls);
+    if (!algo || !cls || sn_policy_run(&P, policy, &A, algo) < 0)
+        goto fail;
+    memcpy(cls, P.gtbm, (size_t)m->ntensors * sizeof *cls);
+    out->policy = policy;
+    out->budget = budget;
+    out->nactions = A.n;
+    out->actions = A.a;
+    out->algo = algo;
+    out->gtbm_class = cls;
+    A = (sn_pol_acts){0};
+    sn_pol_fini(&P);
+    if (sn_plan_simulate(m, out, &out->predicted, NULL, NULL) < 0) {
+        sn_plan_free(out);
+        return -1;
+    }
+    return 0;
+fail:
+    sn_pol_acts_free(&A);
+    free(algo);
+    free(cls);
+    sn_pol_fini(&P);
+    memset(out, 0, sizeof *out);
+    return -1;
+}

@@ -1,0 +1,251 @@
+/*
+ * sn_policy_auto.c — libsn's own policy, which knows the iteration's whole
+ * future: evicts what is used farthest ahead (Belady, in steps or in
+ * compute time less the tensor's own copy time), right after its last use
+ * before the gap so the copy has the whole gap to finish, drops contents
+ * that will be overwritten instead of writing them back, brings tensors
+ * back as early as memory allows or just early enough for the copy to
+ * finish before the use, and per convolution weighs the framework's
+ * algorithm against the others by the time the timeline predicts. The
+ * variants are all simulated and the best kept; every seed policy's plan is
+ * simulated too, and auto hands back whichever predicts fastest.
+ */
+#include "policy/sn_policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sn_options.h"
+
+typedef struct recipe {
+    int rule;        /* SN_POL_BELADY or SN_POL_BELADY_COST */
+    int live;        /* liveness drops first */
+    int headroom;    /* evict down to budget - budget / headroom (0: the budget) */
+    int mode;        /* SN_POL_EARLY or SN_POL_JIT */
+} recipe;
+
+static int build(const sn_pol *P, const recipe *r, const int *algo, sn_pol_acts *A)
+{
+    sn_pol_acts_free(A);
+    if (r->live && sn_pol_liveness(P, A) < 0)
+        return -1;
+    uint64_t b = P->budget, fixed = P->m->fixed_bytes;
+    if (r->headroom && b > fixed)
+        b -= (b - fixed) / (uint64_t)r->headroom;
+    if (sn_pol_cache(P, A, algo, b, r->rule) < 0)
+        return -1;
+    return sn_pol_place(P, A, algo, P->budget, r->mode, -1);
+}
+
+/* The best plan found so far and how it was made. */
+typedef struct search {
+    sn_pol_acts plan;
+    int *algo;
+    recipe r;
+    sn_plan_timeline tl;
+    uint64_t need;   /* its peak by the memory profile: what ranks infeasible plans */
+    int have;
+} search;
+
+/* Feasible first, then sn_pol_better; between infeasible plans the one
+ * that needs less memory, so that a search through infeasible plans still
+ * moves towards the budget. */
+static int improves(const sn_plan_timeline *tl, uint64_t need, const search *S)
+{
+    if (!S->have)
+        return 1;
+    if (!tl->feasible && !S->tl.feasible)
+        return need < S->need;
+    return sn_pol_better(tl, &S->tl);
+}
+
+/* Builds r with algo and keeps it when it predicts better: 1 kept, 0 not,
+ * -1 on error. */
+static int try_plan(const sn_pol *P, const recipe *r, const int *algo, search *S)
+{
+    sn_pol_acts A = {0};
+    sn_plan_timeline tl;
+    uint64_t need = 0;
+    if (build(P, r, algo, &A) < 0 || sn_pol_eval(P, &A, algo, P->budget, &tl, NULL) < 0 ||
+        (!tl.feasible && (need = sn_pol_profile(P, &A, algo, NULL)) == UINT64_MAX)) {
+        sn_pol_acts_free(&A);
+        return -1;
+    }
+    if (!improves(&tl, need, S)) {
+        sn_pol_acts_free(&A);
+        return 0;
+    }
+    sn_pol_acts_free(&S->plan);
+    S->plan = A;
+    memcpy(S->algo, algo, (size_t)P->ns * sizeof *algo);
+    S->r = *r;
+    S->tl = tl;
+    S->need = need;
+    S->have = 1;
+    return 1;
+}
+
+/* Per step, the fastest algorithm whose workspace fits what the budget
+ * leaves beside the liveness plan's memory there (SuperNeurons' rule,
+ * without its offloads): a starting point that is feasible where the
+ * framework's workspaces cannot be. */
+static int fitting_algos(const sn_pol *P, int *algo)
+{
+    sn_pol_acts L = {0};
+    uint64_t *mem = malloc((size_t)P->ns * sizeof *mem);
+    int rc = -1;
+    for (int s = 0; s < P->ns; s++)
+        algo[s] = sn_pol_algo_minws(P, s);
+    if (!mem || sn_pol_liveness(P, &L) < 0 || sn_pol_normalize(P, &L) < 0 ||
+        sn_pol_profile(P, &L, algo, mem) == UINT64_MAX)
+        goto out;
+    for (int s = 0; s < P->ns; s++) {
+        const sn_plan_step *st = &P->m->step[s];
+        uint64_t held = mem[s] - sn_pol_ws(P, algo, s);
+        for (int a = 0; a < st->nalgo; a++)
+            if (held <= P->budget && st->algo[a].workspace <= P->budget - held &&
+                st->algo[a].ms < st->algo[algo[s]].ms)
+                algo[s] = a;
+    }
+    rc = 0;
+out:
+    sn_pol_acts_free(&L);
+    free(mem);
+    return rc;
+}
+
+typedef struct convstep {
+    int s;
+    double tight; /* workspace the smallest algorithm gives back, less the room left */
+} convstep;
+
+static int by_tight(const void *pa, const void *pb)
+{
+    const convstep *a = pa, *b = pb;
+    if (a->tight != b->tight)
+        return a->tight > b->tight ? -1 : 1;
+    return a->s - b->s;
+}
+
+/* The steps with an algorithm choice, those where the best plan's memory
+ * is tightest for their workspace first, at most max of them. */
+static int ranked_steps(const sn_pol *P, const search *S, convstep *c, int max)
+{
+    uint64_t *mem = malloc((size_t)P->ns * sizeof *mem);
+    if (!mem || sn_pol_profile(P, &S->plan, S->algo, mem) == UINT64_MAX) {
+        free(mem);
+        return -1;
+    }
+    int nc = 0;
+    for (int s = 0; s < P->ns; s++) {
+        if (P->m->step[s].nalgo < 2)
+            continue;
+        int lo = sn_pol_algo_minws(P, s);
+        double back = (double)sn_pol_ws(P, S->algo, s) - (double)P->m->step[s].algo[lo].workspace;
+        c[nc++] = (convstep){.s = s, .tight = back - ((double)P->budget - (double)mem[s])};
+    }
+    free(mem);
+    qsort(c, (size_t)nc, sizeof *c, by_tight);
+    return nc < max ? nc : max;
+}
+
+/* The plan of libsn's own rules: every variant from three starting
+ * choices of algorithms (the framework's, the fastest that fit beside
+ * liveness, the smallest), then the algorithms of the steps where memory
+ * is tightest changed one at a time while that predicts better (at most
+ * MAX_PASSES rounds over MAX_TRIED steps). */
+int sn_policy_auto_own(const sn_pol *P, sn_pol_acts *A, int *algo, sn_plan_timeline *tl)
+{
+    enum { MAX_TRIED = 32, MAX_PASSES = 3 };
+    static const int headrooms[] = {0, 8, 4};
+    search S = {.algo = malloc((size_t)P->ns * sizeof *S.algo)};
+    int *start = malloc((size_t)P->ns * sizeof *start);
+    convstep *c = malloc((size_t)P->ns * sizeof *c);
+    int rc = -1;
+    if (!S.algo || !start || !c)
+        goto out;
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            sn_pol_algo_framework(P, start);
+        else if (k == 1 && fitting_algos(P, start) < 0)
+            goto out;
+        else if (k == 2)
+            for (int s = 0; s < P->ns; s++)
+                start[s] = sn_pol_algo_minws(P, s);
+        for (int rule = SN_POL_BELADY; rule <= SN_POL_BELADY_COST; rule++)
+            for (int live = 1; live >= 0; live--)
+                for (size_t h = 0; h < sizeof headrooms / sizeof *headrooms; h++)
+                    for (int mode = SN_POL_EARLY; mode <= SN_POL_JIT; mode++) {
+                        recipe r = {.rule = rule, .live = live, .headroom = headrooms[h], .mode = mode};
+                        if (try_plan(P, &r, start, &S) < 0)
+                            goto out;
+                    }
+    }
+    for (int pass = 0, changed = 1; pass < MAX_PASSES && changed; pass++) {
+        changed = 0;
+        int nc = ranked_steps(P, &S, c, MAX_TRIED);
+        if (nc < 0)
+            goto out;
+        for (int i = 0; i < nc; i++) {
+            int s = c[i].s;
+            for (int a = 0; a < P->m->step[s].nalgo; a++) {
+                if (a == S.algo[s])
+                    continue;
+                memcpy(start, S.algo, (size_t)P->ns * sizeof *start);
+                start[s] = a;
+                int k = try_plan(P, &S.r, start, &S);
+                if (k < 0)
+                    goto out;
+                changed |= k;
+            }
+        }
+    }
+    sn_pol_acts_free(A);
+    *A = S.plan;
+    S.plan = (sn_pol_acts){0};
+    memcpy(algo, S.algo, (size_t)P->ns * sizeof *algo);
+    *tl = S.tl;
+    rc = 0;
+out:
+    sn_pol_acts_free(&S.plan);
+    free(S.algo);
+    free(start);
+    free(c);
+    return rc;
+}
+
+int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
+{
+    sn_plan_timeline own;
+    if (sn_policy_auto_own(P, A, algo, &own) < 0)
+        return -1;
+    /* The safety net: every seed policy's plan is simulated too, and one
+     * that the timeline predicts strictly faster (and feasible) replaces
+     * libsn's own. This is what auto means — the best plan libsn knows for
+     * this model and budget — and it is legitimate because the seeds are
+     * ordinary plans over the same model, judged by the same timeline; the
+     * plan keeps policy = SN_POLICY_AUTO since auto is what chose it. */
+    static const int seeds[] = {SN_POLICY_LRU,          SN_POLICY_VDNN_ALL, SN_POLICY_VDNN_CONV,
+                                SN_POLICY_VDNN_DYN,     SN_POLICY_SUPERNEURONS,
+                                SN_POLICY_MODNN,        SN_POLICY_POOCH,    SN_POLICY_DYMEM};
+    int *sa = malloc((size_t)P->ns * sizeof *sa);
+    if (!sa)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds && rc == 0; i++) {
+        sn_pol_acts S = {0};
+        sn_plan_timeline tl;
+        if (sn_policy_run(P, seeds[i], &S, sa) < 0 || sn_pol_eval(P, &S, sa, P->budget, &tl, NULL) < 0) {
+            rc = -1;
+        } else if (tl.feasible && (!own.feasible || tl.iter_ms < own.iter_ms)) {
+            sn_pol_acts_free(A);
+            *A = S;
+            S = (sn_pol_acts){0};
+            memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
+            own = tl;
+        }
+        sn_pol_acts_free(&S);
+    }
+    free(sa);
+    return rc;
+}

@@ -1,0 +1,854 @@
+/*
+ * test_sn_policies.c — sn_plan_make and every policy (policy/sn_plan.c,
+ * policy/sn_policy_*.c) on two hand-built iterations whose plans and
+ * timelines are worked out by hand in the comments: what each policy
+ * offloads and drops, when it prefetches, which convolution algorithm it
+ * picks, whether it fits a budget, and that libsn's own policy predicts no
+ * slower than any seed policy. Also the normalisation every plan goes
+ * through, invalid input, and invariants over a sweep of budgets (the
+ * memory profile the policies plan with agrees with the timeline's
+ * feasibility exactly; infeasible plans fail on memory, never on
+ * residency).
+ *
+ * Units: MB = 1e6 bytes; copies move 8 GB/s = 8 MB per ms with no fixed
+ * cost, so an 8 MB feature map takes 1 ms to copy.
+ *
+ * net4, a 4-layer chain (conv1, relu1, conv2, relu2, loss) with its
+ * backward pass and two weight updates, 12 steps of 1 ms each with the
+ * framework's algorithm; every convolution step may instead run the
+ * memory-optimal algorithm 0 (2 ms, no workspace) rather than the
+ * framework's 1 (1 ms, 4 MB of workspace). Backward starts at step 5.
+ *
+ *   step  0 conv1  R X, W1; K A1      6 conv2 bwd data    R W2, dA2; K dB1
+ *         1 relu1  R A1; K B1         7 conv2 bwd filter  R B1, dA2; K dW2
+ *         2 conv2  R B1, W2; K A2     8 relu1 bwd         R A1, dB1; K dA1
+ *         3 relu2  R A2; K B2         9 conv1 bwd filter  R X, dA1; K dW1
+ *         4 loss   R B2; K dB2       10 update1           R dW1; RW W1
+ *         5 relu2 bwd R A2, dB2; K dA2  11 update2        R dW2; RW W2
+ *
+ * Feature maps X, A1, B1, A2, B2 (A1 and A2 convolution outputs) are 8 MB
+ * and live throughout; the gradients dB2 (steps 4-5), dA2 (5-7), dB1 (6-8)
+ * and dA1 (8-9) are 8 MB and allocated only for those steps; weights and
+ * weight gradients are 1 MB; 2 MB of fixed library memory. With nothing
+ * moved and the framework's algorithms the steps hold
+ *   50 46 50 46 54 62 66 66 62 58 46 46  MB (peak 66 at step 6),
+ * and the iteration takes 12 ms.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "allocator/sn_gtbm.h"
+#include "common/sn_options.h"
+#include "policy/sn_plan.h"
+#include "policy/sn_policy.h"
+
+#define MB 1000000ull
+#define NA(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define R SN_PLAN_R
+#define K (SN_PLAN_W | SN_PLAN_KILL)
+#define RW (SN_PLAN_R | SN_PLAN_W)
+#define SCR (SN_PLAN_R | SN_PLAN_W | SN_PLAN_SCRATCH)
+#define PF(t, s, n) {SN_PLAN_PREFETCH, (t), (s), (n)}
+#define OFF(t, s) {SN_PLAN_OFFLOAD, (t), (s), 0}
+#define DROP(t, s) {SN_PLAN_DROP, (t), (s), 0}
+
+static const int seeds[] = {SN_POLICY_LRU,          SN_POLICY_VDNN_ALL, SN_POLICY_VDNN_CONV,
+                            SN_POLICY_VDNN_DYN,     SN_POLICY_SUPERNEURONS,
+                            SN_POLICY_MODNN,        SN_POLICY_POOCH,    SN_POLICY_DYMEM};
+
+/* ---- net4 --------------------------------------------------------------------------- */
+
+enum { X, W1, A1, B1, W2, A2, B2, DB2, DA2, DB1, DA1, DW1, DW2, NET4_T };
+
+static const sn_plan_algo conv_algos[2] = {{0, 2.0, 0}, {1, 1.0, 4 * MB}};
+#define CONV(ph, l) {.ms = 1.0, .phase = (ph), .layer = (l), .conv = 1, .nalgo = 2, \
+                     .algo = conv_algos, .framework_algo = 1}
+#define PLAIN(ph, l) {.ms = 1.0, .phase = (ph), .layer = (l)}
+static const sn_plan_step net4_steps[12] = {
+    CONV(0, 0),  PLAIN(0, 1), CONV(0, 2), PLAIN(0, 3), PLAIN(0, 4), PLAIN(1, 3),
+    CONV(1, 2),  CONV(1, 2),  PLAIN(1, 1), CONV(1, 0), PLAIN(2, 0), PLAIN(2, 2)};
+static const sn_plan_access aX[] = {{0, R}, {9, R}};
+static const sn_plan_access aW1[] = {{0, R}, {10, RW}};
+static const sn_plan_access aA1[] = {{0, K}, {1, R}, {8, R}};
+static const sn_plan_access aB1[] = {{1, K}, {2, R}, {7, R}};
+static const sn_plan_access aW2[] = {{2, R}, {6, R}, {11, RW}};
+static const sn_plan_access aA2[] = {{2, K}, {3, R}, {5, R}};
+static const sn_plan_access aB2[] = {{3, K}, {4, R}};
+static const sn_plan_access adB2[] = {{4, K}, {5, R}};
+static const sn_plan_access adA2[] = {{5, K}, {6, R}, {7, R}};
+static const sn_plan_access adB1[] = {{6, K}, {8, R}};
+static const sn_plan_access adA1[] = {{8, K}, {9, R}};
+static const sn_plan_access adW1[] = {{9, K}, {10, R}};
+static const sn_plan_access adW2[] = {{7, K}, {11, R}};
+#define TN(b, r, co, a) {.bytes = (b), .role = (r), .conv_output = (co), .naccess = NA(a), .access = (a)}
+#define TBN(b, r, lo, hi, a) {.bytes = (b), .role = (r), .bounded = 1, .alloc_step = (lo), \
+                              .free_step = (hi), .naccess = NA(a), .access = (a)}
+static const sn_plan_tensor net4_tensors[NET4_T] = {
+    [X] = TN(8 * MB, SN_PLAN_FEATURE, 0, aX),
+    [W1] = TN(1 * MB, SN_PLAN_WEIGHT, 0, aW1),
+    [A1] = TN(8 * MB, SN_PLAN_FEATURE, 1, aA1),
+    [B1] = TN(8 * MB, SN_PLAN_FEATURE, 0, aB1),
+    [W2] = TN(1 * MB, SN_PLAN_WEIGHT, 0, aW2),
+    [A2] = TN(8 * MB, SN_PLAN_FEATURE, 1, aA2),
+    [B2] = TN(8 * MB, SN_PLAN_FEATURE, 0, aB2),
+    [DB2] = TBN(8 * MB, SN_PLAN_GRADIENT, 4, 5, adB2),
+    [DA2] = TBN(8 * MB, SN_PLAN_GRADIENT, 5, 7, adA2),
+    [DB1] = TBN(8 * MB, SN_PLAN_GRADIENT, 6, 8, adB1),
+    [DA1] = TBN(8 * MB, SN_PLAN_GRADIENT, 8, 9, adA1),
+    [DW1] = TN(1 * MB, SN_PLAN_WEIGHT_GRAD, 0, adW1),
+    [DW2] = TN(1 * MB, SN_PLAN_WEIGHT_GRAD, 0, adW2)};
+static const sn_plan_model net4 = {.nsteps = 12, .step = net4_steps, .ntensors = NET4_T,
+                                   .tensor = net4_tensors, .backward_start = 5,
+                                   .fixed_bytes = 2 * MB, .h2d_gbps = 8.0, .d2h_gbps = 8.0,
+                                   .duplex = 2.0, .copy_ms = 0.0};
+
+/* ---- res: a residual block ----------------------------------------------------------- */
+
+/* Steps: 0 conv (R X, W; K A; scratch WS), 1 relu (R A; K B, MASK), 2 add
+ * (R B, X; K Y), 3 loss (R Y; K dY), then backward from 4: 4 add bwd (R dY;
+ * K dB, dX), 5 relu bwd (R A, MASK, dB; K dA), 6 conv bwd data (R W, dA;
+ * accumulates into dX; scratch WS), 7 conv bwd filter (R X, dA; K dW), 8
+ * update (R dW; RW W, OPT). Convolutions choose among 3 ms without
+ * workspace, 1 ms with 16 MB (the framework's) and 2 ms with 4 MB. X feeds
+ * two layers (a fork), dX is added into twice, WS is the framework's own
+ * workspace buffer, OPT optimizer state, LIB 8 MB of library memory no call
+ * names (pinned). 16 MB feature maps and gradients; copies at 8 GB/s that
+ * slow down to 1.6x one direction when both run, 0.05 ms per copy. */
+enum { RX, RWT, RA, RB, RY, RDY, RDB, RDX, RDA, RDW, RWS, ROPT, RMASK, RLIB, RES_T };
+static const sn_plan_algo res_algos[3] = {{0, 3.0, 0}, {1, 1.0, 16 * MB}, {2, 2.0, 4 * MB}};
+#define RCONV(ph, l) {.ms = 1.0, .phase = (ph), .layer = (l), .conv = 1, .nalgo = 3, \
+                      .algo = res_algos, .framework_algo = 1}
+static const sn_plan_step res_steps[9] = {RCONV(0, 0),  PLAIN(0, 1),  PLAIN(0, 2),
+                                          PLAIN(0, 3),  PLAIN(1, 2),  PLAIN(1, 1),
+                                          RCONV(1, 0),  RCONV(1, 0),  PLAIN(2, 0)};
+static const sn_plan_access rX[] = {{0, R}, {2, R}, {7, R}};
+static const sn_plan_access rW[] = {{0, R}, {6, R}, {8, RW}};
+static const sn_plan_access rA[] = {{0, K}, {1, R}, {5, R}};
+static const sn_plan_access rB[] = {{1, K}, {2, R}};
+static const sn_plan_access rY[] = {{2, K}, {3, R}};
+static const sn_plan_access rdY[] = {{3, K}, {4, R}};
+static const sn_plan_access rdB[] = {{4, K}, {5, R}};
+static const sn_plan_access rdX[] = {{4, K}, {6, RW}};
+static const sn_plan_access rdA[] = {{5, K}, {6, R}, {7, R}};
+static const sn_plan_access rdW[] = {{7, K}, {8, R}};
+static const sn_plan_access rWS[] = {{0, SCR}, {6, SCR}};
+static const sn_plan_access rOPT[] = {{8, RW}};
+static const sn_plan_access rMASK[] = {{1, K}, {5, R}};
+static const sn_plan_tensor res_tensors[RES_T] = {
+    [RX] = TN(16 * MB, SN_PLAN_FEATURE, 0, rX),
+    [RWT] = TN(2 * MB, SN_PLAN_WEIGHT, 0, rW),
+    [RA] = TN(16 * MB, SN_PLAN_FEATURE, 1, rA),
+    [RB] = TN(16 * MB, SN_PLAN_FEATURE, 0, rB),
+    [RY] = TN(16 * MB, SN_PLAN_FEATURE, 0, rY),
+    [RDY] = TBN(16 * MB, SN_PLAN_GRADIENT, 3, 4, rdY),
+    [RDB] = TBN(16 * MB, SN_PLAN_GRADIENT, 4, 5, rdB),
+    [RDX] = TN(16 * MB, SN_PLAN_GRADIENT, 0, rdX),
+    [RDA] = TBN(16 * MB, SN_PLAN_GRADIENT, 5, 7, rdA),
+    [RDW] = TN(2 * MB, SN_PLAN_WEIGHT_GRAD, 0, rdW),
+    [RWS] = TN(4 * MB, SN_PLAN_WORKSPACE, 0, rWS),
+    [ROPT] = TN(2 * MB, SN_PLAN_OTHER, 0, rOPT),
+    [RMASK] = TN(MB / 2, SN_PLAN_FEATURE, 0, rMASK),
+    [RLIB] = {.bytes = 8 * MB, .role = SN_PLAN_OTHER, .pinned = 1}};
+static const sn_plan_model res = {.nsteps = 9, .step = res_steps, .ntensors = RES_T,
+                                  .tensor = res_tensors, .backward_start = 4,
+                                  .fixed_bytes = 4 * MB, .h2d_gbps = 8.0, .d2h_gbps = 8.0,
+                                  .duplex = 1.6, .copy_ms = 0.05};
+
+/* ---- tiny: two layers, no convolutions ---------------------------------------------- */
+
+/* Steps 0, 1 forward (layers 0, 1), 2, 3 backward (layers 1, 0), 4 update.
+ * t0 and t3 feature maps, t1 and t4 weights, t2 and t5 gradients that live
+ * a step or two; copies at 5 GB/s in and 2 GB/s out, 10 us each, 1.6
+ * duplex, 1 MB fixed: 30 MB in all. */
+static const sn_plan_step tiny_steps[5] = {
+    {.ms = 1.0, .phase = 0, .layer = 0}, {.ms = 0.5, .phase = 0, .layer = 1},
+    {.ms = 1.0, .phase = 1, .layer = 1}, {.ms = 2.0, .phase = 1, .layer = 0},
+    {.ms = 0.5, .phase = 2, .layer = -1}};
+static const sn_plan_access t0a[] = {{0, K}, {1, R}, {3, R}};
+static const sn_plan_access t1a[] = {{0, R}, {3, R}, {4, RW}};
+static const sn_plan_access t2a[] = {{3, K}};
+static const sn_plan_access t3a[] = {{1, K}, {2, R}};
+static const sn_plan_access t4a[] = {{1, R}, {2, R}, {4, RW}};
+static const sn_plan_access t5a[] = {{2, K}, {3, R}};
+static const sn_plan_tensor tiny_tensors[6] = {
+    TN(7 * MB, SN_PLAN_FEATURE, 0, t0a),       TN(1 * MB, SN_PLAN_WEIGHT, 0, t1a),
+    TBN(3 * MB, SN_PLAN_GRADIENT, 3, 3, t2a),  TN(5 * MB, SN_PLAN_FEATURE, 0, t3a),
+    TN(4 * MB, SN_PLAN_WEIGHT, 0, t4a),        TBN(9 * MB, SN_PLAN_GRADIENT, 2, 3, t5a)};
+static const sn_plan_model tiny = {.nsteps = 5, .step = tiny_steps, .ntensors = 6,
+                                   .tensor = tiny_tensors, .backward_start = 2,
+                                   .fixed_bytes = 1 * MB, .h2d_gbps = 5.0, .d2h_gbps = 2.0,
+                                   .duplex = 1.6, .copy_ms = 0.01};
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static void near(double got, double want)
+{
+    if (fabs(got - want) > 1e-9)
+        fail_msg("got %.12g, want %.12g", got, want);
+}
+
+static sn_plan make(const sn_plan_model *m, int policy, uint64_t budget_mb)
+{
+    sn_plan p;
+    assert_int_equal(sn_plan_make(m, policy, budget_mb * MB, &p), 0);
+    assert_int_equal(p.policy, policy);
+    assert_int_equal(p.budget, budget_mb * MB);
+    return p;
+}
+
+static void show(const sn_plan *p)
+{
+    for (int i = 0; i < p->nactions; i++) {
+        const sn_plan_action *a = &p->actions[i];
+        print_message("  %s t%d step %d need %d\n",
+                      a->op == SN_PLAN_PREFETCH ? "PF" : a->op == SN_PLAN_OFFLOAD ? "OFF" : "DROP",
+                      a->tensor, a->step, a->need);
+    }
+}
+
+static void expect_actions(const sn_plan *p, const sn_plan_action *want, int n)
+{
+    int ok = p->nactions == n;
+    for (int i = 0; ok && i < n; i++)
+        ok = p->actions[i].op == want[i].op && p->actions[i].tensor == want[i].tensor &&
+             p->actions[i].step == want[i].step &&
+             (want[i].op != SN_PLAN_PREFETCH || p->actions[i].need == want[i].need);
+    if (!ok) {
+        print_message("plan of %d actions, want %d:\n", p->nactions, n);
+        show(p);
+        fail();
+    }
+}
+
+static void expect_algo(const sn_plan *p, const int *want, int n)
+{
+    for (int s = 0; s < n; s++)
+        if (p->algo[s] != want[s])
+            fail_msg("step %d: algorithm %d, want %d", s, p->algo[s], want[s]);
+}
+
+static void expect_time(const sn_plan *p, double iter, double stall, uint64_t peak_mb)
+{
+    assert_int_equal(p->predicted.feasible, 1);
+    near(p->predicted.iter_ms, iter);
+    near(p->predicted.stall_ms, stall);
+    assert_int_equal(p->predicted.peak_bytes, peak_mb * MB);
+}
+
+/* Framework's algorithm 1 / memory-optimal 0 per net4 step. */
+static const int net4_fast[12] = {1, -1, 1, -1, -1, -1, 1, 1, -1, 1, -1, -1};
+static const int net4_minws[12] = {0, -1, 0, -1, -1, -1, 0, 0, -1, 0, -1, -1};
+
+/* ---- invalid input ------------------------------------------------------------------ */
+
+static void test_invalid_input(void **state)
+{
+    (void)state;
+    sn_plan p;
+    memset(&p, 0x5a, sizeof p);
+    assert_int_equal(sn_plan_make(NULL, SN_POLICY_LRU, MB, &p), -1);
+    assert_null(p.actions);
+    assert_null(p.algo);
+    assert_int_equal(p.nactions, 0);
+    assert_int_equal(sn_plan_make(&net4, SN_POLICY_LRU, MB, NULL), -1);
+    assert_int_equal(sn_plan_make(&net4, -1, 60 * MB, &p), -1);
+    assert_int_equal(sn_plan_make(&net4, SN_POLICY_DYMEM + 1, 60 * MB, &p), -1);
+
+    sn_plan_model m = net4;
+    m.backward_start = 13;
+    assert_int_equal(sn_plan_make(&m, SN_POLICY_LRU, 60 * MB, &p), -1);
+    m = net4;
+    m.h2d_gbps = 0.0; /* every policy may plan copies */
+    assert_int_equal(sn_plan_make(&m, SN_POLICY_LRU, 60 * MB, &p), -1);
+    m = net4;
+    m.duplex = NAN;
+    assert_int_equal(sn_plan_make(&m, SN_POLICY_AUTO, 60 * MB, &p), -1);
+
+    sn_plan_step st[12];
+    memcpy(st, net4_steps, sizeof st);
+    st[2].framework_algo = 2; /* not one of its two */
+    m = net4;
+    m.step = st;
+    assert_int_equal(sn_plan_make(&m, SN_POLICY_VDNN_ALL, 60 * MB, &p), -1);
+
+    sn_plan_tensor t[NET4_T];
+    memcpy(t, net4_tensors, sizeof t);
+    static const sn_plan_access late[] = {{4, K}, {6, R}}; /* past its free at 5 */
+    t[DB2].access = late;
+    m = net4;
+    m.tensor = t;
+    assert_int_equal(sn_plan_make(&m, SN_POLICY_SUPERNEURONS, 60 * MB, &p), -1);
+    assert_null(p.actions);
+    assert_int_equal(p.predicted.feasible, 0);
+}
+
+/* ---- placement classes ---------------------------------------------------------------- */
+
+static void test_gtbm_classes(void **state)
+{
+    (void)state;
+    /* net4: weights and the 1 MB weight gradients (below 1 MiB) LONG,
+     * every other tensor has one consumer: MOVABLE */
+    static const int want4[NET4_T] = {
+        [X] = SN_CLASS_MOVABLE,  [W1] = SN_CLASS_LONG,     [A1] = SN_CLASS_MOVABLE,
+        [B1] = SN_CLASS_MOVABLE, [W2] = SN_CLASS_LONG,     [A2] = SN_CLASS_MOVABLE,
+        [B2] = SN_CLASS_MOVABLE, [DB2] = SN_CLASS_MOVABLE, [DA2] = SN_CLASS_MOVABLE,
+        [DB1] = SN_CLASS_MOVABLE, [DA1] = SN_CLASS_MOVABLE, [DW1] = SN_CLASS_LONG,
+        [DW2] = SN_CLASS_LONG};
+    for (size_t i = 0; i < NA(seeds) + 1; i++) {
+        int policy = i < NA(seeds) ? seeds[i] : SN_POLICY_AUTO;
+        sn_plan p = make(&net4, policy, 56);
+        for (int t = 0; t < NET4_T; t++)
+            if (p.gtbm_class[t] != want4[t])
+                fail_msg("policy %d tensor %d: class %d, want %d", policy, t, p.gtbm_class[t], want4[t]);
+        sn_plan_free(&p);
+    }
+    /* res: X feeds two layers and dX is added into twice (TEMP); the
+     * pinned library memory, the optimizer state, the 2 MB weight and the
+     * half-MB mask LONG; the 2 MB weight gradient, written once, MOVABLE */
+    static const int want_res[RES_T] = {
+        [RX] = SN_CLASS_TEMP,     [RWT] = SN_CLASS_LONG,    [RA] = SN_CLASS_MOVABLE,
+        [RB] = SN_CLASS_MOVABLE,  [RY] = SN_CLASS_MOVABLE,  [RDY] = SN_CLASS_MOVABLE,
+        [RDB] = SN_CLASS_MOVABLE, [RDX] = SN_CLASS_TEMP,    [RDA] = SN_CLASS_MOVABLE,
+        [RDW] = SN_CLASS_MOVABLE, [RWS] = SN_CLASS_MOVABLE, [ROPT] = SN_CLASS_LONG,
+        [RMASK] = SN_CLASS_LONG,  [RLIB] = SN_CLASS_LONG};
+    sn_plan p = make(&res, SN_POLICY_DYMEM, 120);
+    for (int t = 0; t < RES_T; t++)
+        if (p.gtbm_class[t] != want_res[t])
+            fail_msg("res tensor %d: class %d, want %d", t, p.gtbm_class[t], want_res[t]);
+    sn_plan_free(&p);
+}
+
+/* ---- the seed policies ---------------------------------------------------------------- */
+
+/* 66 MB holds net4 as it is: the policies that move only what they must
+ * move nothing, and the iteration is the framework's 12 ms. */
+static void test_fits_as_is(void **state)
+{
+    (void)state;
+    static const int movers_not[] = {SN_POLICY_LRU, SN_POLICY_VDNN_DYN, SN_POLICY_MODNN,
+                                     SN_POLICY_POOCH};
+    for (int i = 0; i < NA(movers_not); i++) {
+        sn_plan p = make(&net4, movers_not[i], 66);
+        assert_int_equal(p.nactions, 0);
+        expect_algo(&p, net4_fast, 12);
+        expect_time(&p, 12.0, 0.0, 66);
+        assert_int_equal(p.predicted.peak_step, 6);
+        sn_plan_free(&p);
+    }
+    /* one MB less and the unchanged iteration fails at step 6 */
+    sn_plan p = make(&net4, SN_POLICY_POOCH, 65);
+    assert_true(p.nactions > 0);
+    sn_plan_free(&p);
+}
+
+/* vdnn-all: every feature map read in the backward pass leaves after its
+ * last forward use and is prefetched at the first backward step of the
+ * layer before its consumer: X (read by step 9, layer 0) at step 8 (layer
+ * 1), A1 (step 8) at 6 (layer 2's first backward step), B1 (step 7) at 5,
+ * A2 (step 5, the first backward layer) at 5 itself. B2 is not read
+ * backward and stays. Each is dropped after its last backward use: the
+ * next access overwrites it. Memory-optimal algorithms throughout.
+ *   resident at the start: 2 fixed + X 8 + W1, W2, B2, dW1, dW2 = 22
+ *   steps: 30 30 30 22 22 46 46 46 46 30 22 22  (peak 46 at step 5)
+ * Time: 17 ms of compute (five 2 ms convolutions); A2, offloaded after step
+ * 3 and needed at 5, arrives 1 ms after step 5 is reached (1 ms stall);
+ * B1 queues behind it and is there at 5 + 2 ms, before step 7 starts at
+ * 5 + 1 + 1 + 2; A1 and X copy during the steps before their use. */
+static void test_vdnn_all(void **state)
+{
+    (void)state;
+    static const sn_plan_action want[] = {
+        OFF(X, 0),    OFF(A1, 1),   OFF(B1, 2),  OFF(A2, 3),   PF(A2, 5, 5), PF(B1, 5, 7),
+        DROP(A2, 5),  PF(A1, 6, 8), DROP(B1, 7), PF(X, 8, 9),  DROP(A1, 8)};
+    sn_plan p = make(&net4, SN_POLICY_VDNN_ALL, 56);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, net4_minws, 12);
+    expect_time(&p, 18.0, 1.0, 46);
+    assert_int_equal(p.predicted.peak_step, 5);
+    assert_int_equal(p.predicted.h2d_bytes, 32 * MB);
+    assert_int_equal(p.predicted.d2h_bytes, 32 * MB);
+    sn_plan_free(&p);
+    /* static: the same plan under any budget, infeasible below 46 */
+    p = make(&net4, SN_POLICY_VDNN_ALL, 45);
+    expect_actions(&p, want, NA(want));
+    assert_int_equal(p.predicted.feasible, 0);
+    assert_int_equal(p.predicted.bad_step, 5);
+    sn_plan_free(&p);
+    /* on tiny, vDNN would prefetch t0 (last forward use at step 1, read at
+     * 3) at step 2, the first step of the layer before: straight back, so
+     * it stays; t3 (read at 2) has no step off the device either */
+    p = make(&tiny, SN_POLICY_VDNN_ALL, 21);
+    assert_int_equal(p.nactions, 0);
+    sn_plan_free(&p);
+}
+
+/* vdnn-conv: only the convolutions' inputs, X (step 0) and B1 (step 2).
+ *   resident at the start: 22 + A1 + A2 = 38 (B1 dropped)
+ *   steps: 38 38 38 30 38 54 54 54 54 46 38 38  (peak 54 at step 5)
+ * No stall: B1's copy (step 5) and X's (step 8) finish before their use. */
+static void test_vdnn_conv(void **state)
+{
+    (void)state;
+    static const sn_plan_action want[] = {OFF(X, 0), OFF(B1, 2), PF(B1, 5, 7), DROP(B1, 7),
+                                          PF(X, 8, 9)};
+    sn_plan p = make(&net4, SN_POLICY_VDNN_CONV, 56);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, net4_minws, 12);
+    expect_time(&p, 17.0, 0.0, 54);
+    sn_plan_free(&p);
+    /* 53 MB: step 5 has 46 MB after B1's prefetch, and dA2 needs 8 more */
+    p = make(&net4, SN_POLICY_VDNN_CONV, 53);
+    expect_actions(&p, want, NA(want));
+    assert_int_equal(p.predicted.feasible, 0);
+    assert_int_equal(p.predicted.bad_step, 5);
+    sn_plan_free(&p);
+}
+
+/* vdnn-dyn: 66 MB fits as is with the fastest algorithms (12 ms). At 56,
+ * vdnn-conv with the fastest algorithms holds 58 MB at steps 6 and 7 (54 +
+ * 4 of workspace); downgrading step 6's layer (conv2: steps 2, 6 and 7) to
+ * memory-optimal fits, layer 0 keeps its fast algorithm: 15 ms. At 46 only
+ * vdnn-all with memory-optimal algorithms fits (18 ms); at 40 nothing
+ * does and vdnn-all is what it returns. */
+static void test_vdnn_dyn(void **state)
+{
+    (void)state;
+    sn_plan p = make(&net4, SN_POLICY_VDNN_DYN, 66);
+    assert_int_equal(p.nactions, 0);
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 12.0, 0.0, 66);
+    sn_plan_free(&p);
+
+    static const sn_plan_action conv[] = {OFF(X, 0), OFF(B1, 2), PF(B1, 5, 7), DROP(B1, 7),
+                                          PF(X, 8, 9)};
+    static const int algo56[12] = {1, -1, 0, -1, -1, -1, 0, 0, -1, 1, -1, -1};
+    p = make(&net4, SN_POLICY_VDNN_DYN, 56);
+    expect_actions(&p, conv, NA(conv));
+    expect_algo(&p, algo56, 12);
+    expect_time(&p, 15.0, 0.0, 54);
+    sn_plan_free(&p);
+
+    sn_plan all = make(&net4, SN_POLICY_VDNN_ALL, 46);
+    p = make(&net4, SN_POLICY_VDNN_DYN, 46);
+    expect_actions(&p, all.actions, all.nactions);
+    expect_algo(&p, net4_minws, 12);
+    expect_time(&p, 18.0, 1.0, 46);
+    sn_plan_free(&p);
+    p = make(&net4, SN_POLICY_VDNN_DYN, 40);
+    expect_actions(&p, all.actions, all.nactions);
+    assert_int_equal(p.predicted.feasible, 0);
+    sn_plan_free(&p);
+    sn_plan_free(&all);
+}
+
+/* lru at 56 MB, demand paging with the framework's algorithms:
+ * - step 5 holds 62: the least recently used tensors not used there are
+ *   dW1 (last used at 10 of the previous iteration), dW2 (11), then X (0):
+ *   8 MB more than the 6 needed. dW1 and dW2 are dead until their next
+ *   write and are dropped, X is offloaded; all after step 4. X comes back
+ *   on demand at step 9.
+ * - step 7 then holds 57 (dW2 mapped again, 4 MB of workspace): W1 (last
+ *   used at 0) is offloaded after step 6 and prefetched at 10.
+ * - step 9 holds 57 (X back, dW1, workspace): B2, last used at 4, is dead
+ *   until step 3 rewrites it: dropped after step 8.
+ * Timeline (B2 starts off; 38 MB at the start): steps 0-4 run from 0 to 5
+ * ms; X's offload copies from 5 to 6 and step 5 (dA2, 8 MB) must wait for
+ * it: 6 to 7. Step 6 fills the budget exactly; W1's offload (0.125 ms)
+ * holds step 7 until 8.125. Step 8 9.125-10.125; step 9 waits for X's
+ * prefetch until 11.125; step 10 for W1's until 12.25; the iteration ends
+ * at 14.25 with 2.25 ms of stall. */
+static void test_lru(void **state)
+{
+    (void)state;
+    static const sn_plan_action want[] = {OFF(X, 4),   DROP(DW1, 4), DROP(DW2, 4), OFF(W1, 6),
+                                          DROP(B2, 8), PF(X, 9, 9),  PF(W1, 10, 10)};
+    sn_plan p = make(&net4, SN_POLICY_LRU, 56);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 14.25, 2.25, 56);
+    sn_plan_free(&p);
+    /* step 5 alone needs A2, dB2 and dA2 besides the fixed 2 MB: 26 */
+    p = make(&net4, SN_POLICY_LRU, 25);
+    assert_int_equal(p.predicted.feasible, 0);
+    sn_plan_free(&p);
+    p = make(&net4, SN_POLICY_LRU, 26);
+    assert_int_equal(p.predicted.feasible, 1);
+    assert_int_equal(p.predicted.peak_bytes, 26 * MB);
+    sn_plan_free(&p);
+}
+
+/* superneurons at 56 MB: liveness drops every tensor between its last read
+ * and its next overwrite (B2 after 4, A2 after 5, B1 after 7, A1 after 8,
+ * dW1 after 10, dW2 after 11); the convolution outputs A1 and A2 leave
+ * after their last forward use and come back a layer ahead. With
+ * memory-optimal algorithms the steps would hold
+ *   20 28 28 36 36 44 44 45 37 22 14 13,
+ * which leaves every convolution room for its 4 MB workspace: all fast.
+ * The cache has nothing to do (peak 45 + 4 = 49 at step 7). A2's prefetch
+ * at step 5 is a demand miss: its offload ends with step 4, its copy takes
+ * 1 ms: 13 ms. At 46 MB steps 6 and 7 have 2 and 1 MB left: they run the
+ * memory-optimal algorithm (15 ms, peak 45). */
+static void test_superneurons(void **state)
+{
+    (void)state;
+    static const sn_plan_action want[] = {OFF(A1, 1),  OFF(A2, 3),    DROP(B2, 4),  PF(A2, 5, 5),
+                                          DROP(A2, 5), PF(A1, 6, 8),  DROP(B1, 7),  DROP(A1, 8),
+                                          DROP(DW1, 10), DROP(DW2, 11)};
+    sn_plan p = make(&net4, SN_POLICY_SUPERNEURONS, 56);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 13.0, 1.0, 49);
+    assert_int_equal(p.predicted.peak_step, 7);
+    sn_plan_free(&p);
+    static const int algo46[12] = {1, -1, 1, -1, -1, -1, 0, 0, -1, 1, -1, -1};
+    p = make(&net4, SN_POLICY_SUPERNEURONS, 46);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, algo46, 12);
+    expect_time(&p, 15.0, 1.0, 45);
+    sn_plan_free(&p);
+}
+
+/* modnn at 56 MB. Memory-optimal algorithms and nothing moved hold 62 MB
+ * at steps 5 to 8. No single offload lowers that peak: X's (off 1-7)
+ * leaves 62 at step 8, A1's (off 2-5) at 6-8. By memory over the budget
+ * (4 x 6 MB), X's removes 18 MB with no stall, A1's 6: X goes first. Then
+ * step 8 alone is at 62, and B1's swap, which drops it after its last use
+ * at 7, lowers the peak to 54: taken, and 54 fits. Algorithms are then
+ * upgraded in order of time saved per workspace byte (all equal, by step):
+ * steps 0, 2 and 9 fit the 4 MB, steps 6 and 7 (54 + 4) do not: 14 ms. */
+static void test_modnn(void **state)
+{
+    (void)state;
+    static const sn_plan_action want[] = {OFF(X, 0), OFF(B1, 2), PF(B1, 5, 7), DROP(B1, 7),
+                                          PF(X, 8, 9)};
+    static const int algo[12] = {1, -1, 1, -1, -1, -1, 0, 0, -1, 1, -1, -1};
+    sn_plan p = make(&net4, SN_POLICY_MODNN, 56);
+    expect_actions(&p, want, NA(want));
+    expect_algo(&p, algo, 12);
+    expect_time(&p, 14.0, 0.0, 54);
+    sn_plan_free(&p);
+}
+
+/* pooch: feature maps swapped largest first (all 8 MB: in tensor order)
+ * while the timeline finds the plan over the budget, framework algorithms.
+ * At 62 MB swapping X (off 1-8) suffices (58 at steps 6, 7, 9); its
+ * swap-in moves from step 9 back to 8, the earliest step with room for 8
+ * more MB (54 + 8 = 62; step 7 has 58) and no stall remains: 12 ms. At 56
+ * MB X and A1 are swapped and neither swap-in can move (step 7 holds 50 and
+ * step 8 54, +8 each is over): two 1 ms demand misses, 14 ms. */
+static void test_pooch(void **state)
+{
+    (void)state;
+    static const sn_plan_action want62[] = {OFF(X, 0), PF(X, 8, 9)};
+    sn_plan p = make(&net4, SN_POLICY_POOCH, 62);
+    expect_actions(&p, want62, NA(want62));
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 12.0, 0.0, 62);
+    sn_plan_free(&p);
+    static const sn_plan_action want56[] = {OFF(X, 0), OFF(A1, 1), PF(A1, 8, 8), DROP(A1, 8),
+                                            PF(X, 9, 9)};
+    p = make(&net4, SN_POLICY_POOCH, 56);
+    expect_actions(&p, want56, NA(want56));
+    expect_time(&p, 14.0, 2.0, 54);
+    sn_plan_free(&p);
+}
+
+/* dymem: every feature map read backward leaves after its last forward
+ * use, B2 (never read backward) is dropped after its last use, and the
+ * swap-ins go as early as memory allows from the backward pass's start:
+ * at 56 MB all four at step 5, in order of need. A2's is a demand miss
+ * (1 ms); B1, A1 and X queue behind it and arrive 2, 3 and 4 ms after step
+ * 5 is reached, before steps 7, 8 and 9 start: 13 ms. At 40 MB step 5
+ * holds 30 MB once A2 and B1 are in (38 with dA2), which leaves no room for
+ * A1 or X before step 8: two more demand misses, 14 ms. */
+static void test_dymem(void **state)
+{
+    (void)state;
+    static const sn_plan_action want56[] = {
+        OFF(X, 0),    OFF(A1, 1),   OFF(B1, 2),   OFF(A2, 3),  DROP(B2, 4),  PF(A2, 5, 5),
+        PF(B1, 5, 7), PF(A1, 5, 8), PF(X, 5, 9),  DROP(A2, 5), DROP(B1, 7),  DROP(A1, 8)};
+    sn_plan p = make(&net4, SN_POLICY_DYMEM, 56);
+    expect_actions(&p, want56, NA(want56));
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 13.0, 1.0, 54);
+    sn_plan_free(&p);
+    static const sn_plan_action want40[] = {
+        OFF(X, 0),    OFF(A1, 1),   OFF(B1, 2),   OFF(A2, 3),  DROP(B2, 4), PF(A2, 5, 5),
+        PF(B1, 5, 7), DROP(A2, 5),  DROP(B1, 7),  PF(A1, 8, 8), PF(X, 8, 9), DROP(A1, 8)};
+    p = make(&net4, SN_POLICY_DYMEM, 40);
+    expect_actions(&p, want40, NA(want40));
+    expect_time(&p, 14.0, 2.0, 38);
+    sn_plan_free(&p);
+}
+
+/* ---- auto ------------------------------------------------------------------------------- */
+
+/* The fastest feasible seed plan's time, -1 when none fits. */
+static double best_seed(const sn_plan_model *m, uint64_t budget_mb)
+{
+    double best = -1;
+    for (int i = 0; i < NA(seeds); i++) {
+        sn_plan p = make(m, seeds[i], budget_mb);
+        if (p.predicted.feasible && (best < 0 || p.predicted.iter_ms < best))
+            best = p.predicted.iter_ms;
+        sn_plan_free(&p);
+    }
+    return best;
+}
+
+/* auto on net4. At 56 MB liveness drops alone fit (peak 52 at steps 4 and
+ * 5): the framework's 12 ms with nothing copied, where the best seed
+ * (superneurons, dymem) needs 13. At 40 MB it also runs in 12 ms, where
+ * the best seed needs 14: on top of the drops, the tensors with the
+ * longest gaps leave right after their last use (X and W1 after step 0, A1
+ * after 1) and come back early enough to hide the copies (A1 at step 6 for
+ * 8, X and W1 at 8 for 9 and 10); peak 40 at step 7 (A1 back, dA2, dB1,
+ * dW2, 4 MB of workspace). At 30 MB it beats every seed too. */
+static void test_auto_net4(void **state)
+{
+    (void)state;
+    static const sn_plan_action want56[] = {DROP(B2, 4),  DROP(A2, 5),   DROP(B1, 7),
+                                            DROP(A1, 8),  DROP(DW1, 10), DROP(DW2, 11)};
+    sn_plan p = make(&net4, SN_POLICY_AUTO, 56);
+    expect_actions(&p, want56, NA(want56));
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 12.0, 0.0, 52);
+    assert_int_equal(p.predicted.h2d_bytes + p.predicted.d2h_bytes, 0);
+    sn_plan_free(&p);
+    near(best_seed(&net4, 56), 13.0);
+
+    static const sn_plan_action want40[] = {
+        OFF(X, 0),    OFF(W1, 0),  OFF(A1, 1),   DROP(B2, 4), DROP(A2, 5),   PF(A1, 6, 8),
+        DROP(B1, 7),  PF(X, 8, 9), PF(W1, 8, 10), DROP(A1, 8), DROP(DW1, 10), DROP(DW2, 11)};
+    p = make(&net4, SN_POLICY_AUTO, 40);
+    expect_actions(&p, want40, NA(want40));
+    expect_time(&p, 12.0, 0.0, 40);
+    assert_int_equal(p.predicted.peak_step, 7);
+    sn_plan_free(&p);
+    near(best_seed(&net4, 40), 14.0);
+
+    p = make(&net4, SN_POLICY_AUTO, 30);
+    assert_int_equal(p.predicted.feasible, 1);
+    near(p.predicted.iter_ms, 17.0);
+    assert_true(p.predicted.peak_bytes <= 30 * MB);
+    sn_plan_free(&p);
+    near(best_seed(&net4, 30), 19.625);
+}
+
+/* auto on the residual block at three budgets, against every seed. At 80
+ * MB it gives step 6 (the backward data convolution) the 4 MB algorithm
+ * instead of the framework's 16 MB one, which the timeline prefers to
+ * moving more: 11.1 ms. */
+static void test_auto_res(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t budget;
+        double auto_ms, seed_ms;
+    } cases[] = {{80, 11.1, 17.6625}, {100, 9.0, 10.1}, {120, 9.0, 10.1}};
+    for (int i = 0; i < NA(cases); i++) {
+        sn_plan p = make(&res, SN_POLICY_AUTO, cases[i].budget);
+        assert_int_equal(p.predicted.feasible, 1);
+        near(p.predicted.iter_ms, cases[i].auto_ms);
+        if (cases[i].budget == 80)
+            assert_int_equal(p.algo[6], 2);
+        sn_plan_free(&p);
+        double best = best_seed(&res, cases[i].budget);
+        assert_true(fabs(best - cases[i].seed_ms) < 1e-6);
+        assert_true(cases[i].auto_ms <= best);
+    }
+}
+
+/* The safety net. On tiny at 21 MB (found among many random iterations)
+ * libsn's own rules predict 12.74 ms and plain LRU 11.89 ms: auto hands
+ * back LRU's plan, labelled auto. */
+static void test_auto_safety_net(void **state)
+{
+    (void)state;
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, &tiny, 21 * MB), 0);
+    sn_pol_acts A = {0};
+    int algo[5];
+    sn_plan_timeline own;
+    assert_int_equal(sn_policy_auto_own(&P, &A, algo, &own), 0);
+    assert_int_equal(own.feasible, 1);
+    near(own.iter_ms, 12.74);
+    sn_pol_acts_free(&A);
+    sn_pol_fini(&P);
+
+    sn_plan lru = make(&tiny, SN_POLICY_LRU, 21);
+    near(lru.predicted.iter_ms, 11.89);
+    sn_plan p = make(&tiny, SN_POLICY_AUTO, 21);
+    assert_int_equal(p.policy, SN_POLICY_AUTO);
+    expect_actions(&p, lru.actions, lru.nactions);
+    near(p.predicted.iter_ms, 11.89);
+    for (int s = 0; s < 5; s++)
+        assert_int_equal(p.algo[s], -1);
+    sn_plan_free(&p);
+    sn_plan_free(&lru);
+}
+
+/* ---- normalisation ---------------------------------------------------------------------- */
+
+static void test_normalize(void **state)
+{
+    (void)state;
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, &net4, 60 * MB), 0);
+    sn_pol_acts A = {0};
+    /* an offload of X (needed at 9) with no prefetch: one at its use;
+     * a drop of B1 after step 2, read at 7: an offload (and a prefetch);
+     * a second offload of X: gone; a prefetch of A1 naming the wrong need:
+     * need 8, its next access; a prefetch of B2 whose next access (3)
+     * overwrites it: gone, the write maps it; an offload of dB2 after
+     * step 6, past its free at 5: gone */
+    static const sn_plan_action loose[] = {OFF(X, 0),     DROP(B1, 2),  OFF(X, 3),
+                                           OFF(A1, 1),    PF(A1, 4, 6), DROP(B2, 4),
+                                           PF(B2, 11, 11), OFF(DB2, 6)};
+    for (int i = 0; i < NA(loose); i++)
+        assert_int_equal(sn_pol_push(&A, loose[i].op, loose[i].tensor, loose[i].step, loose[i].need), 0);
+    assert_int_equal(sn_pol_normalize(&P, &A), 0);
+    static const sn_plan_action want[] = {OFF(X, 0),   OFF(A1, 1),  OFF(B1, 2), PF(A1, 4, 8),
+                                          DROP(B2, 4), PF(B1, 7, 7), PF(X, 9, 9)};
+    sn_plan view = {.nactions = A.n, .actions = A.a};
+    expect_actions(&view, want, NA(want));
+
+    /* The profile with the framework's algorithms. X, A1 and B1 start on
+     * the device (their last move is a prefetch), B2 off (dropped): 38 MB.
+     * Step 0 42 (workspace); X leaves: 30; A1 leaves after 1: 22; step 2
+     * 26; B1 leaves: 14; step 3 maps B2: 22; step 4 brings A1 back and
+     * allocates dB2: 38; B2 dropped: 30; step 5 dA2: 38; dB2 freed: 30;
+     * step 6 dB1 and workspace: 42; step 7 B1 back, workspace: 50; dA2
+     * freed: 38; step 8 dA1: 46; dB1 freed: 38; step 9 X back, workspace:
+     * 50; dA1 freed: 38; steps 10 and 11: 38. */
+    uint64_t mem[12];
+    int fw[12];
+    sn_pol_algo_framework(&P, fw);
+    assert_int_equal(sn_pol_profile(&P, &A, fw, mem), 50 * MB);
+    static const uint64_t want_mem[12] = {42, 30, 26, 22, 38, 38, 42, 50, 46, 50, 38, 38};
+    for (int s = 0; s < 12; s++)
+        if (mem[s] != want_mem[s] * MB)
+            fail_msg("step %d: %llu MB, want %llu", s, (unsigned long long)(mem[s] / MB),
+                     (unsigned long long)want_mem[s]);
+    sn_plan_timeline tl;
+    assert_int_equal(sn_pol_eval(&P, &A, fw, 50 * MB, &tl, NULL), 0);
+    assert_int_equal(tl.feasible, 1);
+    assert_int_equal(tl.peak_bytes, 50 * MB);
+    assert_int_equal(sn_pol_eval(&P, &A, fw, 50 * MB - 1, &tl, NULL), 0);
+    assert_int_equal(tl.feasible, 0);
+
+    /* pinned memory never moves */
+    sn_pol_acts_free(&A);
+    sn_pol_fini(&P);
+    assert_int_equal(sn_pol_init(&P, &res, 200 * MB), 0);
+    assert_int_equal(sn_pol_push(&A, SN_PLAN_DROP, RLIB, 3, 0), 0);
+    assert_int_equal(sn_pol_push(&A, SN_PLAN_OFFLOAD, ROPT, 8, 0), 0);
+    assert_int_equal(sn_pol_normalize(&P, &A), 0);
+    /* OPT, used once per iteration at step 8, leaves after it and comes
+     * back by a demand prefetch there in the next iteration */
+    static const sn_plan_action want_res[] = {PF(ROPT, 8, 8), OFF(ROPT, 8)};
+    view = (sn_plan){.nactions = A.n, .actions = A.a};
+    expect_actions(&view, want_res, NA(want_res));
+    sn_pol_acts_free(&A);
+    sn_pol_fini(&P);
+}
+
+/* ---- invariants over budgets ------------------------------------------------------------ */
+
+static int memory_reason(const char *why)
+{
+    return !strcmp(why, "the step's own memory exceeds the budget") ||
+           !strcmp(why, "a prefetch exceeds the budget") ||
+           !strcmp(why, "the tensors resident at the iteration's start exceed the budget");
+}
+
+/* Every policy at every budget from lo to hi MB: a plan comes back, with a
+ * class per tensor and an algorithm exactly where there is a choice; it
+ * is infeasible only for memory; the memory profile the policies plan
+ * with says it fits exactly when the timeline does; auto is feasible
+ * whenever some seed is, and never slower. */
+static void sweep(const sn_plan_model *m, int lo, int hi, int *feasible_seen)
+{
+    for (int b = lo; b <= hi; b++) {
+        double best = -1;
+        sn_plan own = {0};
+        for (int policy = SN_POLICY_AUTO; policy <= SN_POLICY_DYMEM; policy++) {
+            sn_plan p = make(m, policy, (uint64_t)b);
+            for (int s = 0; s < m->nsteps; s++)
+                assert_true(m->step[s].nalgo ? p.algo[s] >= 0 && p.algo[s] < m->step[s].nalgo
+                                             : p.algo[s] == -1);
+            for (int t = 0; t < m->ntensors; t++)
+                assert_true(p.gtbm_class[t] >= SN_CLASS_LONG && p.gtbm_class[t] <= SN_CLASS_TEMP);
+            if (!p.predicted.feasible && !memory_reason(p.predicted.why))
+                fail_msg("budget %d policy %d: %s at step %d", b, policy, p.predicted.why,
+                         p.predicted.bad_step);
+            sn_pol P;
+            assert_int_equal(sn_pol_init(&P, m, p.budget), 0);
+            sn_pol_acts A = {.a = p.actions, .n = p.nactions, .cap = p.nactions};
+            uint64_t peak = sn_pol_profile(&P, &A, p.algo, NULL);
+            sn_pol_fini(&P);
+            if ((peak <= p.budget) != p.predicted.feasible)
+                fail_msg("budget %d policy %d: profile peak %llu, timeline feasible %d", b, policy,
+                         (unsigned long long)peak, p.predicted.feasible);
+            if (p.predicted.feasible)
+                feasible_seen[policy]++;
+            if (policy == SN_POLICY_AUTO) {
+                own = p;
+                continue;
+            }
+            if (p.predicted.feasible && (best < 0 || p.predicted.iter_ms < best))
+                best = p.predicted.iter_ms;
+            sn_plan_free(&p);
+        }
+        if (best >= 0 && (!own.predicted.feasible || own.predicted.iter_ms > best))
+            fail_msg("budget %d: auto %d %.4f ms, best seed %.4f ms", b, own.predicted.feasible,
+                     own.predicted.iter_ms, best);
+        sn_plan_free(&own);
+    }
+}
+
+static void test_sweep_net4(void **state)
+{
+    (void)state;
+    int seen[SN_POLICY_DYMEM + 1] = {0};
+    sweep(&net4, 20, 70, seen);
+    /* feasible from 26 MB (auto, lru: step 5's own working set) to 70 */
+    assert_int_equal(seen[SN_POLICY_AUTO], 45);
+    assert_int_equal(seen[SN_POLICY_LRU], 45);
+    assert_int_equal(seen[SN_POLICY_VDNN_ALL], 25); /* from 46 */
+    assert_int_equal(seen[SN_POLICY_VDNN_CONV], 17); /* from 54 */
+}
+
+static void test_sweep_res(void **state)
+{
+    (void)state;
+    int seen[SN_POLICY_DYMEM + 1] = {0};
+    sweep(&res, 60, 150, seen);
+    assert_true(seen[SN_POLICY_AUTO] >= seen[SN_POLICY_LRU]);
+    assert_true(seen[SN_POLICY_AUTO] > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid_input), cmocka_unit_test(test_gtbm_classes),
+        cmocka_unit_test(test_fits_as_is),    cmocka_unit_test(test_vdnn_all),
+        cmocka_unit_test(test_vdnn_conv),     cmocka_unit_test(test_vdnn_dyn),
+        cmocka_unit_test(test_lru),           cmocka_unit_test(test_superneurons),
+        cmocka_unit_test(test_modnn),         cmocka_unit_test(test_pooch),
+        cmocka_unit_test(test_dymem),         cmocka_unit_test(test_auto_net4),
+        cmocka_unit_test(test_auto_res),      cmocka_unit_test(test_auto_safety_net),
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_sweep_net4),    cmocka_unit_test(test_sweep_res),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
