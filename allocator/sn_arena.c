@@ -357,7 +357,12 @@ static sn_arena *sn_arena_create(int dev)
     if (SN_REAL(cuInit))
         SN_REAL(cuInit)(0);
     int vmm = 0;
-    if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
+    CUresult arc = attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+    /* a call naming a device that does not exist (cudaMemcpyPeer to device
+     * 7 on a 2-GPU machine) fails on its own; it gets no arena */
+    if (arc == CUDA_ERROR_INVALID_DEVICE)
+        return NULL;
+    if (arc != CUDA_SUCCESS)
         vmm = 0;
     if (!vmm)
         return sn_arena_create_pool(dev);
