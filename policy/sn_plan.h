@@ -108,7 +108,8 @@ typedef struct sn_plan_action {
 
 /* What the timeline predicts for the steady-state iteration. */
 typedef struct sn_plan_timeline {
-    double iter_ms;      /* from the start of the first step to the end of the last */
+    double iter_ms;      /* from the iteration's start (the end of the one before, so
+                            a wait before the first step counts) to the end of the last */
     double compute_ms;   /* sum of step times (chosen algorithms) */
     double stall_ms;     /* iter_ms - compute_ms: waiting for copies or memory */
     uint64_t peak_bytes; /* device memory in use at most, fixed_bytes included */
