@@ -199,11 +199,13 @@ static void test_planmodel_small_network(void **state)
     }
     assert_int_equal(pm.step[2].algo[0].algo, 1);
     assert_int_equal(pm.step[2].algo[0].workspace, 65536);
+    assert_int_equal(pm.step[2].own_workspace, 65536);
     assert_true(pm.step[2].algo[0].ms > 0.4 - EPS && pm.step[2].algo[0].ms < 0.4 + EPS);
     assert_int_equal(pm.step[8].algo[0].algo, 0);
     assert_int_equal(pm.step[8].algo[0].workspace, 0);
     assert_int_equal(pm.step[9].algo[0].algo, 3);
     assert_int_equal(pm.step[9].algo[0].workspace, 32768);
+    assert_int_equal(pm.step[9].own_workspace, 32768);
     assert_true(pm.step[9].algo[0].ms > 0.7 - EPS && pm.step[9].algo[0].ms < 0.7 + EPS);
 
     /* tensors: the model's 12, index for index, then the two allocations

@@ -11,8 +11,8 @@
  *    gradient is a reduction with no algorithm) carry one option: the
  *    framework's algorithm, its time and the workspace it was given. That
  *    workspace is the framework's own buffer, which the step also accesses
- *    as a tensor (SN_PLAN_SCRATCH): the option says what the choice costs,
- *    the tensor where the memory is.
+ *    as a tensor (SN_PLAN_SCRATCH): the step's own_workspace says so, and
+ *    only an algorithm needing more than it costs extra memory.
  *  - Pinned tensors: cuDNN's and cuBLAS's own memory that calls name (the
  *    libraries touch it inside calls no argument describes, so manage mode
  *    keeps it resident), and whatever manage mode does not serve from its
@@ -247,6 +247,7 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
             a->algo = e->algo;
             a->ms = time;
             a->workspace = e->workspace;
+            ps->own_workspace = e->workspace;
             ps->nalgo = 1;
             ps->algo = a;
             ps->framework_algo = 0;
