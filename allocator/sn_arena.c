@@ -357,7 +357,12 @@ static sn_arena *sn_arena_create(int dev)
     if (SN_REAL(cuInit))
         SN_REAL(cuInit)(0);
     int vmm = 0;
-    if (attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) != CUDA_SUCCESS)
+    CUresult arc = attr(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+    /* a call naming a device that does not exist (cudaMemcpyPeer to device
+     * 7 on a 2-GPU machine) fails on its own; it gets no arena */
+    if (arc == CUDA_ERROR_INVALID_DEVICE)
+        return NULL;
+    if (arc != CUDA_SUCCESS)
         vmm = 0;
     if (!vmm)
         return sn_arena_create_pool(dev);
@@ -601,7 +606,7 @@ typedef struct sn_move {
     cudaEvent_t ev;  /* loads: recorded after its copy in (the block's own event) */
 } sn_move;
 
-typedef struct sn_plan {
+typedef struct sn_moves {
     sn_move *victims, *loads;
     size_t nvictims, nloads, cap_victims, cap_loads;
     CUmemGenericAllocationHandle *release;
@@ -609,7 +614,7 @@ typedef struct sn_plan {
     int fence;                   /* in-flight work may touch a victim */
     void *streams[SN_ARENA_MAX_STREAMS];
     int nstreams, overflow;
-} sn_plan;
+} sn_moves;
 
 /* One more element at the end of a plan's array (counted in *n). */
 static int sn_push(void *arrp, size_t *n, size_t *cap, size_t elem)
@@ -620,7 +625,7 @@ static int sn_push(void *arrp, size_t *n, size_t *cap, size_t elem)
     return 0;
 }
 
-static void sn_plan_free(sn_plan *p)
+static void sn_moves_free(sn_moves *p)
 {
     free(p->victims);
     free(p->loads);
@@ -744,7 +749,7 @@ static uint64_t victim_use(const sn_block *b)
     return b ? b->last_use : 0;
 }
 
-static int sn_make_room_locked(sn_arena *ar, sn_plan *p, uint64_t *wantp)
+static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
 {
     uint64_t want = *wantp;
     uint64_t avail = ar->budget > ar->phys_bytes ? ar->budget - ar->phys_bytes : 0;
@@ -829,7 +834,7 @@ static void sn_unpin_locked(sn_arena *ar, void **blocks, size_t n)
 
 /* Carries out a plan with no lock held. Returns 0, or -1 when a handle
  * could not be created (the device itself is out of memory). */
-static int sn_plan_run(sn_arena *ar, sn_plan *p, void *stream)
+static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
 {
     int failed = 0;
     /* 1. victims: fence, copy out, wait, unmap */
@@ -1219,7 +1224,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_lock_give(&ar->lock);
             return SN_ARENA_NOMEM;
         }
-        sn_plan p;
+        sn_moves p;
         memset(&p, 0, sizeof p);
         uint64_t want = 0;
         for (size_t i = 0; i < t->nblocks; i++) {
@@ -1260,7 +1265,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_lock_give(&ar->lock);
             for (size_t i = 0; i < p.nrelease; i++)
                 SN_REAL(cuMemRelease)(p.release[i]);
-            sn_plan_free(&p);
+            sn_moves_free(&p);
             sn_debug("device %d: %llu bytes wanted, not enough can leave (others pinned: %d)", ar->dev,
                      (unsigned long long)want, others);
             if (others && ++tries < 2000) {
@@ -1288,7 +1293,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         p.overflow = ar->streams_overflow;
         sn_lock_give(&ar->lock);
 
-        int rc = sn_plan_run(ar, &p, stream);
+        int rc = sn_moves_run(ar, &p, stream);
 
         sn_lock_take(&ar->lock);
         int lost = 0;
@@ -1323,7 +1328,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             b->load_waited = stream;
         }
         pthread_cond_broadcast(&ar->cond);
-        sn_plan_free(&p);
+        sn_moves_free(&p);
         if (rc == 0 && !lost) {
             /* blocks that were already resident may still be arriving on
              * the copy stream for another stream's call */

@@ -43,6 +43,8 @@ typedef struct sn_shape {
 enum sn_call_flags {
     SN_CALL_OPAQUE = 1,     /* libsn cannot see what it touches */
     SN_CALL_HOST_SYNC = 2,  /* the host waits for it (synchronous copy) */
+    SN_CALL_HOST_PINNED = 4, /* a host<->device copy whose host side is pinned
+                                memory: its rate is the one libsn's own copies get */
 };
 
 #define SN_CALL_MAX_RANGES 24

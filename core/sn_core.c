@@ -889,6 +889,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
             if (res.incomplete)
                 flags |= SN_TC_OPAQUE;
+            if (c->flags & SN_CALL_HOST_PINNED)
+                flags |= SN_TC_HOST_PINNED;
             /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
             t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
             if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)

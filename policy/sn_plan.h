@@ -71,7 +71,7 @@ typedef struct sn_plan_tensor {
 typedef struct sn_plan_algo {
     int algo;            /* the library's algorithm number */
     double ms;           /* its time */
-    uint64_t workspace;  /* bytes it needs for the step's duration */
+    uint64_t workspace;  /* bytes of workspace it needs */
 } sn_plan_algo;
 
 typedef struct sn_plan_step {
@@ -82,6 +82,11 @@ typedef struct sn_plan_step {
     int nalgo;           /* 0: no choice to make */
     const sn_plan_algo *algo;
     int framework_algo;  /* index in algo[] of what the framework asked for */
+    /* the workspace the step names as a tensor (the framework's buffer, an
+     * SN_PLAN_SCRATCH access): an algorithm needing more takes only the
+     * difference as extra memory for the step's duration, supplied by the
+     * manager; 0 when the step names none */
+    uint64_t own_workspace;
 } sn_plan_step;
 
 typedef struct sn_plan_model {

@@ -31,6 +31,11 @@ int sn_plan_check(const sn_plan_model *m, const sn_plan *p);
  * outside the step's list): the step then takes step.ms and no workspace. */
 const sn_plan_algo *sn_plan_step_algo(const sn_plan_model *m, const sn_plan *p, int s);
 
+/* The memory step s takes for the duration of the step beyond the tensors it
+ * names, running algorithm alg (NULL: none): what alg's workspace exceeds
+ * the buffer the step names (own_workspace) by. */
+uint64_t sn_plan_extra_workspace(const sn_plan_model *m, int s, const sn_plan_algo *alg);
+
 /* The index in t->access of its first access at or after step, -1 when
  * none; wrap: look on from the iteration's start when there is none after
  * (the access the next iteration makes first). */

@@ -48,6 +48,12 @@ void sn_plan_free(sn_plan *p)
     memset(p, 0, sizeof *p);
 }
 
+uint64_t sn_plan_extra_workspace(const sn_plan_model *m, int s, const sn_plan_algo *alg)
+{
+    uint64_t own = m->step[s].own_workspace;
+    return alg && alg->workspace > own ? alg->workspace - own : 0;
+}
+
 const sn_plan_algo *sn_plan_step_algo(const sn_plan_model *m, const sn_plan *p, int s)
 {
     if (!m || s < 0 || s >= m->nsteps)
@@ -549,7 +555,8 @@ static int tl_step(tl *x, tl_run *r, int s)
 
     /* what it creates and what it touches */
     const sn_plan_algo *alg = sn_plan_step_algo(m, p, s);
-    uint64_t own = alg ? alg->workspace : 0;
+    uint64_t extra = sn_plan_extra_workspace(m, s, alg);
+    uint64_t own = extra;
     for (int j = x->alloc.off[s]; j < x->alloc.off[s + 1]; j++) {
         int t = x->alloc.item[j];
         x->state[t] = TL_RES;
@@ -592,7 +599,7 @@ static int tl_step(tl *x, tl_run *r, int s)
         return TL_ERR;
 
     /* it has completed */
-    x->mem -= alg ? alg->workspace : 0;
+    x->mem -= extra;
     for (int j = x->act.off[s]; j < x->act.off[s + 1]; j++)
         if (p->actions[x->act.item[j]].op != SN_PLAN_PREFETCH &&
             (rc = tl_after(x, r, x->act.item[j], s)) != TL_GO)

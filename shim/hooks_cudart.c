@@ -63,6 +63,9 @@ static void sn_describe_copy2d(sn_call *c, void *dst, size_t dpitch, const void 
         sn_call_range(c, dst, dspan, SN_WRITE | (dpitch == width || height == 1 ? SN_OVERWRITE : 0));
     if (c->op != SN_OP_MEMCPY_H2D)
         sn_call_range(c, src, sspan, SN_READ);
+    const void *host = c->op == SN_OP_MEMCPY_H2D ? src : c->op == SN_OP_MEMCPY_D2H ? dst : NULL;
+    if (host && sn_core_pointer_kind(host) == SN_KIND_HOST)
+        c->flags |= SN_CALL_HOST_PINNED;
     int shape[2] = {(int)height, (int)width};
     sn_call_shape(c, 2, shape);
     c->params = sn_hash_mix(sn_hash_mix(c->params, dpitch), spitch);

@@ -3,7 +3,7 @@
 # functions at run time (-z defs proves no CUDA symbol is needed at link).
 
 TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_model.c \
-              tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
+              tracer/sn_planmodel.c tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
 LIBSN_SRC := common/sn_log.c common/sn_options.c common/sn_resolve.c shim/sn_init.c \
              common/sn_lock.c core/sn_registry.c common/sn_extent.c core/sn_access.c shim/sn_describe.c core/sn_core.c \
              shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
@@ -44,6 +44,12 @@ $(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
+
+$(BUILD)/tests/test_sn_planmodel: $(BUILD)/tests/test_sn_planmodel.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
+
+TEST_BINS += $(BUILD)/tests/test_sn_planmodel
+TEST_SCRIPTS += tests/test_sn_planmodel.sh
 TEST_SCRIPTS += tests/test_sn_outputs.sh
 TEST_SCRIPTS += tests/test_sn_memory.sh
 $(BUILD)/tests/sn_peak_rss: $(BUILD)/tests/sn_peak_rss.o

@@ -632,6 +632,17 @@ static void test_algorithm(void **state)
     near(tl.iter_ms, 4);
     assert_int_equal(tl.peak_bytes, 10 * MB);
     near(sn_plan_step_ms(&m, NULL, 1), 2);
+
+    /* the step names a 4 MB buffer of its own (the framework's workspace):
+     * the 6 MB algorithm takes only 2 MB more */
+    st[1].own_workspace = 4 * MB;
+    tl = sim(&m, &p, NULL, mem);
+    feasible(&tl);
+    assert_int_equal(tl.peak_bytes, 6 * MB);
+    mem_all(mem, (uint64_t[]){4 * MB, 6 * MB, 4 * MB}, 3);
+    st[1].own_workspace = 8 * MB;
+    tl = sim(&m, &p, NULL, NULL);
+    assert_int_equal(tl.peak_bytes, 4 * MB);
 }
 
 /* Bounded tensors hold memory only from their first to their last step:

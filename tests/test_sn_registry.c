@@ -292,7 +292,8 @@ static void test_access_allocation_without_record(void **state)
 
 /* Manage mode's uses come from the same pass: the blocks of served
  * allocations (a record's first word), a whole overwrite marked, foreign
- * devices and unserved memory left out, overflow made "everything". */
+ * devices' blocks in a list of their own (one other device), unserved
+ * memory left out, overflow made "everything". */
 static void test_access_arena_uses(void **state)
 {
     (void)state;
@@ -310,10 +311,15 @@ static void test_access_arena_uses(void **state)
     sn_call_range(&c, (void *)0x101800, 0x1000, SN_READ);
     sn_trace_access acc[8];
     sn_arena_use use[4];
-    sn_access_uses u = {use, 4, 0, 0};
+    sn_arena_use peer[2];
+    sn_access_uses u = {use, 4, 0, 0, -1, 0, 0, peer, 2, 0};
     sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_int_equal(u.n, 2);
     assert_false(u.all);
+    /* the read reaches into device 1's allocation: a peer use */
+    assert_int_equal(u.peer_dev, 1);
+    assert_int_equal(u.npeer, 1);
+    assert_int_equal(peer[0].mode, SN_READ);
     assert_ptr_equal(use[0].block, blocks[0]);
     assert_int_equal(use[0].mode, SN_WRITE | SN_OVERWRITE);
     assert_ptr_equal(use[1].block, blocks[1]);
@@ -332,6 +338,34 @@ static void test_access_arena_uses(void **state)
     u.n = 0;
     sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_true(u.all);
+    /* a peer copy: device 1's block goes to the peer list, read */
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_call_range(&c, (void *)0x102000, 0x1000, SN_READ);
+    u.cap = 4;
+    u.n = 0;
+    u.all = 0;
+    u.npeer = 0;
+    u.peer_dev = -1;
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(u.n, 1);
+    assert_int_equal(u.peer_dev, 1);
+    assert_int_equal(u.npeer, 1);
+    assert_ptr_equal(peer[0].block, blocks[2]);
+    assert_int_equal(peer[0].mode, SN_READ);
+    assert_false(u.peer_all);
+    assert_false(u.more_devices);
+    /* memory of a third device is not followed, and said so */
+    sn_reg_find_locked(&r, 0x101000)->dev = 2;
+    u.n = 0;
+    u.npeer = 0;
+    u.peer_dev = -1;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x101000, 0x2000, SN_READ);
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(u.peer_dev, 2);
+    assert_int_equal(u.npeer, 1);
+    assert_true(u.more_devices);
     sn_reg_destroy(&r);
 }
 

@@ -1829,6 +1829,110 @@ static void sn_identity(sn_build *b, const sn_where *wh)
     }
 }
 
+/* ---- the iteration call by call ---- */
+
+void sn_model_calls_free(sn_model_calls *c)
+{
+    free(c->step);
+    free(c->first);
+    free(c->tensor);
+    free(c->acc);
+    memset(c, 0, sizeof *c);
+}
+
+int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!m->found || m->period == 0)
+        return -1;
+    int P = (int)m->period;
+    /* the window sn_model_build analysed: from after the last successful
+     * step before the iteration through its last step */
+    uint64_t lo = m->steps[0].call;
+    while (lo > 0 && (t->calls[lo - 1].flags & (SN_TC_STEP | SN_TC_FAILED)) != SN_TC_STEP)
+        lo--;
+    uint64_t hi = m->steps[P - 1].call + 1;
+    int n = (int)(hi - lo);
+    c->call_lo = lo;
+    c->ncalls = n;
+    c->step = malloc((size_t)n * sizeof *c->step);
+    c->first = malloc((size_t)P * sizeof *c->first);
+    c->tensor = calloc(sn_count(m->ntensors), sizeof *c->tensor);
+    int *map = malloc(sn_count((long)t->ntensors) * sizeof *map);
+    if (!c->step || !c->first || !c->tensor || !map)
+        goto fail;
+    for (size_t i = 0; i < t->ntensors; i++)
+        map[i] = -1;
+    for (int i = 0; i < m->ntensors; i++)
+        map[m->tensors[i].id] = i;
+    int p = 0;
+    size_t total = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t call = lo + (uint64_t)k;
+        while (p < P - 1 && m->steps[p].call < call)
+            p++;
+        c->step[k] = p;
+        if (k == 0 || c->step[k - 1] != p)
+            c->first[p] = k;
+        const sn_trace_call *e = &t->calls[call];
+        if (!sn_ok(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if (map[a[j].tensor] >= 0) {
+                c->tensor[map[a[j].tensor]].naccess++;
+                total++;
+            }
+    }
+    c->acc = malloc(sn_count((long)total) * sizeof *c->acc);
+    if (!c->acc)
+        goto fail;
+    size_t off = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        c->tensor[i].access = c->acc + off;
+        off += (size_t)c->tensor[i].naccess;
+        c->tensor[i].naccess = 0;
+    }
+    for (int k = 0; k < n; k++) {
+        const sn_trace_call *e = &t->calls[lo + (uint64_t)k];
+        if (!sn_ok(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            int mi = map[a[j].tensor];
+            if (mi < 0)
+                continue;
+            sn_wi_access *x = (sn_wi_access *)&c->tensor[mi].access[c->tensor[mi].naccess++];
+            x->step = k;
+            x->mode = a[j].mode;
+        }
+    }
+    for (int i = 0; i < m->ntensors; i++) {
+        const sn_model_tensor *mt = &m->tensors[i];
+        const sn_trace_tensor *x = &t->tensors[mt->id];
+        sn_wi_tensor *w = &c->tensor[i];
+        int freed_in = x->freed && x->free_call < hi;
+        w->bytes = sn_trace_counts_memory(x->kind) ? mt->bytes : 0;
+        w->bounded = mt->alloc_in_iter || freed_in;
+        w->alloc_step = mt->alloc_in_iter ? (int)(x->alloc_call - lo) : 0;
+        w->free_step = freed_in ? (int)(x->free_call - 1 - lo) : n - 1;
+    }
+    /* memory the libraries hold for themselves throughout (cuDNN and
+     * cuBLAS handles' workspaces): no strategy moves it */
+    for (size_t i = 0; i < t->recorded_tensors; i++) {
+        const sn_trace_tensor *x = &t->tensors[i];
+        if ((x->owner == SN_OWNER_CUDNN || x->owner == SN_OWNER_CUBLAS) && sn_trace_counts_memory(x->kind) &&
+            x->alloc_call <= lo && (!x->freed || x->free_call >= hi) && map[i] < 0)
+            c->fixed_bytes += x->bytes;
+    }
+    free(map);
+    return 0;
+fail:
+    free(map);
+    sn_model_calls_free(c);
+    return -1;
+}
+
 int sn_model_build(const sn_trace *t, sn_model *m)
 {
     memset(m, 0, sizeof *m);
@@ -2024,15 +2128,10 @@ int sn_model_build(const sn_trace *t, sn_model *m)
         snprintf(m->layers[l].type, sizeof m->layers[l].type, "%s", sn_layer_name(&b, &m->layers[l], l));
 
     /* ---- tensors: accesses, roles ---- */
-    int ncalls = (int)(b.w.call_hi - b.w.call_lo);
-    int *nacc = calloc(sn_count(m->ntensors), sizeof *nacc);
     unsigned char *fl = calloc(sn_count(m->ntensors), 1);
     enum { F_FWD = 1, F_BWD_FIRST = 2, F_UPD = 4, F_BWD = 8, F_NONSCRATCH = 16, F_CONV_OUT = 32, F_VALUE = 64 };
-    if (!nacc || !fl) {
-        free(nacc);
-        free(fl);
+    if (!fl)
         goto out;
-    }
     for (int i = 0; i < m->ntensors; i++) {
         uint32_t id = m->tensors[i].id;
         m->tensors[i].owner = own[id] >= 0 ? own[id] : b.owner[id];
@@ -2054,7 +2153,6 @@ int sn_model_build(const sn_trace *t, sn_model *m)
             if (mi < 0)
                 continue;
             sn_model_tensor *mt = &m->tensors[mi];
-            nacc[mi]++;
             if (mt->first < 0)
                 mt->first = s;
             mt->last = s;
@@ -2097,6 +2195,7 @@ int sn_model_build(const sn_trace *t, sn_model *m)
         /* only what a forward step computes has a producing layer */
         if (role != SN_ROLE_FEATURE)
             mt->producer = -1;
+        mt->conv_output = role == SN_ROLE_FEATURE && (fl[i] & F_CONV_OUT);
         m->role_count[role]++;
         m->role_bytes[role] += mt->bytes;
         if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS)
@@ -2106,65 +2205,28 @@ int sn_model_build(const sn_trace *t, sn_model *m)
 
     /* ---- what-if memory, over the iteration's calls ---- */
     {
-        sn_wi_tensor *wt = calloc(sn_count(m->ntensors), sizeof *wt);
-        size_t total = 0;
-        for (int i = 0; i < m->ntensors; i++)
-            total += (size_t)nacc[i];
-        sn_wi_access *wa = malloc(sn_count((long)total) * sizeof *wa);
-        int *groups = malloc(sn_count(ncalls) * sizeof *groups);
-        uint64_t *ml = malloc(sn_count(ncalls) * sizeof *ml), *mc = malloc(sn_count(ncalls) * sizeof *mc),
-                 *ma = malloc(sn_count(ncalls) * sizeof *ma);
-        int *first_call = malloc(P * sizeof *first_call);
-        if (wt && wa && groups && ml && mc && ma && first_call) {
-            int off = 0;
-            for (int i = 0; i < m->ntensors; i++) {
-                sn_model_tensor *mt = &m->tensors[i];
-                wt[i].bytes = sn_trace_counts_memory(t->tensors[mt->id].kind) ? mt->bytes : 0;
-                wt[i].access = wa + off;
-                off += nacc[i];
-                if (mt->role == SN_ROLE_FEATURE)
-                    wt[i].offload = (fl[i] & F_CONV_OUT) ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
-            }
-            /* positions: calls; the step positions translate */
-            for (size_t s = 0; s < P; s++)
-                first_call[s] = -1;
+        sn_model_calls calls;
+        int ncalls = 0;
+        int *groups = NULL;
+        uint64_t *ml = NULL, *mc = NULL, *ma = NULL;
+        if (sn_model_calls_build(t, m, &calls) == 0) {
+            ncalls = calls.ncalls;
+            groups = malloc(sn_count(ncalls) * sizeof *groups);
+            ml = malloc(sn_count(ncalls) * sizeof *ml);
+            mc = malloc(sn_count(ncalls) * sizeof *mc);
+            ma = malloc(sn_count(ncalls) * sizeof *ma);
+        }
+        if (groups && ml && mc && ma) {
+            sn_wi_tensor *wt = calls.tensor;
+            const int *pos = calls.step, *first_call = calls.first;
+            for (int i = 0; i < m->ntensors; i++)
+                if (m->tensors[i].role == SN_ROLE_FEATURE)
+                    wt[i].offload = m->tensors[i].conv_output ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
             for (int kc = 0; kc < ncalls; kc++) {
-                int s = b.w.pos[kc];
-                if (first_call[s] < 0)
-                    first_call[s] = kc;
-                uint64_t call = b.w.call_lo + (uint64_t)kc;
-                groups[kc] = call == m->steps[s].call ? m->steps[s].group : -1;
-                const sn_trace_call *e = &t->calls[call];
-                if (!sn_ok(e))
-                    continue;
-                const sn_trace_access *a = sn_acc(t, e);
-                for (int j = 0; j < e->nacc; j++) {
-                    int mi = c.tensor_map[a[j].tensor];
-                    if (mi < 0)
-                        continue;
-                    sn_wi_access *x = (sn_wi_access *)&wt[mi].access[wt[mi].naccess++];
-                    x->step = kc;
-                    x->mode = a[j].mode;
-                }
+                int s = pos[kc];
+                groups[kc] = calls.call_lo + (uint64_t)kc == m->steps[s].call ? m->steps[s].group : -1;
             }
-            for (int i = 0; i < m->ntensors; i++) {
-                const sn_trace_tensor *x = &t->tensors[m->tensors[i].id];
-                wt[i].bounded = m->tensors[i].alloc_in_iter || (x->freed && x->free_call < b.w.call_hi);
-                wt[i].alloc_step = m->tensors[i].alloc_in_iter ? (int)(x->alloc_call - b.w.call_lo) : 0;
-                wt[i].free_step = x->freed && x->free_call < b.w.call_hi
-                                      ? (int)(x->free_call - 1 - b.w.call_lo)
-                                      : ncalls - 1;
-            }
-            /* memory the libraries hold for themselves throughout (cuDNN and
-             * cuBLAS handles' workspaces): no strategy moves it */
-            uint64_t fixed = 0;
-            for (size_t i = 0; i < t->recorded_tensors; i++) {
-                const sn_trace_tensor *x = &t->tensors[i];
-                if ((x->owner == SN_OWNER_CUDNN || x->owner == SN_OWNER_CUBLAS) && sn_trace_counts_memory(x->kind) &&
-                    x->alloc_call <= b.w.call_lo && (!x->freed || x->free_call >= b.w.call_hi) &&
-                    c.tensor_map[i] < 0)
-                    fixed += x->bytes;
-            }
+            uint64_t fixed = calls.fixed_bytes;
             m->library_bytes += fixed;
             int bstart = m->backward_start < (int)P ? first_call[m->backward_start] : ncalls;
             sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed};
@@ -2177,18 +2239,19 @@ int sn_model_build(const sn_trace *t, sn_model *m)
                 m->lower_bound = r.lower_bound;
                 m->carried_bytes = r.carried_bytes;
                 m->max_working_set = r.max_working_set;
-                m->max_working_set_step = r.max_working_set_step >= 0 ? b.w.pos[r.max_working_set_step] : -1;
-                m->superneurons_step = r.superneurons_step >= 0 ? b.w.pos[r.superneurons_step] : -1;
+                m->max_working_set_step = r.max_working_set_step >= 0 ? pos[r.max_working_set_step] : -1;
+                m->superneurons_step = r.superneurons_step >= 0 ? pos[r.superneurons_step] : -1;
                 for (int kc = 0; kc < ncalls; kc++) {
-                    sn_model_step *st = &m->steps[b.w.pos[kc]];
-                    uint64_t asis = t->calls[b.w.call_lo + (uint64_t)kc].live_bytes;
-                    if (kc == first_call[b.w.pos[kc]] || asis > st->mem_asis)
+                    sn_model_step *st = &m->steps[pos[kc]];
+                    int first = kc == first_call[pos[kc]];
+                    uint64_t asis = t->calls[calls.call_lo + (uint64_t)kc].live_bytes;
+                    if (first || asis > st->mem_asis)
                         st->mem_asis = asis;
-                    if (kc == first_call[b.w.pos[kc]] || ml[kc] > st->mem_live)
+                    if (first || ml[kc] > st->mem_live)
                         st->mem_live = ml[kc];
-                    if (kc == first_call[b.w.pos[kc]] || mc[kc] > st->mem_conv)
+                    if (first || mc[kc] > st->mem_conv)
                         st->mem_conv = mc[kc];
-                    if (kc == first_call[b.w.pos[kc]] || ma[kc] > st->mem_all)
+                    if (first || ma[kc] > st->mem_all)
                         st->mem_all = ma[kc];
                 }
                 /* the smallest budget: the bound and a 10% margin for
@@ -2206,22 +2269,19 @@ int sn_model_build(const sn_trace *t, sn_model *m)
                 m->tensors[i].carried = sn_wi_carried(&wt[i]);
                 int lf, ll;
                 sn_wi_live_span(&wt[i], ncalls, &lf, &ll);
-                m->tensors[i].live_first = lf >= 0 ? b.w.pos[lf] : -1;
-                m->tensors[i].live_last = ll >= 0 ? b.w.pos[ll] : -1;
+                m->tensors[i].live_first = lf >= 0 ? pos[lf] : -1;
+                m->tensors[i].live_last = ll >= 0 ? pos[ll] : -1;
             }
         }
         for (size_t s = 0; s < P; s++)
             if (m->steps[s].mem_asis > m->peak_asis_iter)
                 m->peak_asis_iter = m->steps[s].mem_asis;
-        free(wt);
-        free(wa);
+        sn_model_calls_free(&calls);
         free(groups);
         free(ml);
         free(mc);
         free(ma);
-        free(first_call);
     }
-    free(nacc);
     free(fl);
 
     /* ---- timings: mean over the periodic iterations ---- */

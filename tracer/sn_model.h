@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "tracer/sn_trace.h"
+#include "tracer/sn_whatif.h"
 
 enum sn_role { SN_ROLE_WEIGHT, SN_ROLE_WEIGHT_GRAD, SN_ROLE_FEATURE, SN_ROLE_GRADIENT,
                SN_ROLE_WORKSPACE, SN_ROLE_OTHER, SN_ROLE_COUNT };
@@ -88,6 +89,8 @@ typedef struct sn_model_tensor {
     int alloc_step, free_step; /* its allocation's lifetime (iteration positions;
                                   -1 / period when outside the iteration) */
     int producer;              /* layer whose forward pass wrote it, -1 */
+    int conv_output;           /* a feature map a convolution layer's forward step
+                                  produced first (the conv-offload what-if's set) */
     int owner;                 /* layer it belongs to (see above), -1 */
     int consumers;
     uint64_t site;
@@ -175,6 +178,31 @@ const char *sn_model_check_name(int violation);
  * log holds no complete iteration (t keeps recording). */
 int sn_model_follow(sn_trace *t);
 void sn_model_free(sn_model *m);
+
+/* The iteration call by call, as the what-if strategies and the planner
+ * see it. Positions 0..ncalls-1 are the log's calls from the one after the
+ * last step before the iteration through the iteration's last step: a
+ * step's own call, and the transfers (and failed calls, which touch
+ * nothing) logged before it, each have a position of their own, so that
+ * the tensors accessed at one position are one call's working set. */
+typedef struct sn_model_calls {
+    uint64_t call_lo;          /* the log index of position 0 */
+    int ncalls;
+    int *step;                 /* per position: the model step at or after it */
+    int *first;                /* per model step: its first position */
+    sn_wi_tensor *tensor;      /* per model tensor (same index): bytes on the device
+                                  (0 for host memory), accesses by position, the
+                                  allocation's lifetime; offload is left SN_WI_KEEP */
+    sn_wi_access *acc;         /* storage of the access lists */
+    uint64_t fixed_bytes;      /* cuDNN's and cuBLAS's own memory that no call of the
+                                  iteration names, allocated throughout it */
+} sn_model_calls;
+
+/* Fills c for the model m of trace t (m->found; its steps and tensors are
+ * all that is read). Returns 0, or -1 when m holds no iteration or out of
+ * memory (c is then empty). Free with sn_model_calls_free. */
+int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c);
+void sn_model_calls_free(sn_model_calls *c);
 
 /* The phase of the step with index k in the log's list of successful
  * steps (the numbering the model uses), or -1 when it is outside the

@@ -2,11 +2,13 @@
  * sn_report.c — the trace-mode report, as text (for people) and as JSON
  * (for scripts). Both carry the same facts: the iteration, phases, the
  * layer table with its graph, the tensor table, memory per step and the
- * what-if peaks with the smallest budget libsn expects to need. Totals
+ * what-if peaks with the smallest budget libsn expects to need, and the
+ * plan model a policy would be given (sn_planmodel.h). Totals
  * (calls, allocations, iterations, peak) cover the whole run; the tables
  * come from the recorded log, which ends with the profile, and say so.
  */
 #include "tracer/sn_output.h"
+#include "tracer/sn_planmodel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,67 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             mib(s->largest_need), need);
     fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
             (unsigned long long)s->oom_allocs);
+}
+
+static const char *source_name(int source)
+{
+    return source == SN_PLANMODEL_MEASURED ? "measured" : source == SN_PLANMODEL_GIVEN ? "given" : "default";
+}
+
+static int plan_convolutions(const sn_plan_model *pm)
+{
+    int n = 0;
+    for (int s = 0; s < pm->nsteps; s++)
+        n += pm->step[s].conv;
+    return n;
+}
+
+/* The planner's input, as sn_planmodel_build makes it from this model. */
+static void text_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    sn_plan_model pm;
+    sn_planmodel_store ps;
+    if (sn_planmodel_build(t, m, NULL, &pm, &ps) != 0)
+        return;
+    fprintf(f, "\nplan model (what a policy plans with: one step per call of the iteration)\n");
+    int other = pm.nsteps - (int)m->period;
+    fprintf(f, "  steps          %d: %zu compute steps, %d other call%s; %d convolutions; backward from step %d\n",
+            pm.nsteps, m->period, other, other == 1 ? "" : "s", plan_convolutions(&pm), pm.backward_start);
+    fprintf(f, "  tensors        %d: %d pinned, %d named by no call; library memory %.3f MiB\n", pm.ntensors,
+            ps.pinned, ps.unnamed, mib(pm.fixed_bytes));
+    fprintf(f, "  copies         to the device %.2f GB/s (%s), to the host %.2f GB/s (%s); both ways %.1fx; "
+               "%.3f ms each\n",
+            pm.h2d_gbps, source_name(ps.h2d_source), pm.d2h_gbps, source_name(ps.d2h_source), pm.duplex,
+            pm.copy_ms);
+    if (ps.untimed || ps.opaque)
+        fprintf(f, "  unknown        %d steps not timed (0 ms), %d steps not seen through (every tensor "
+                   "accessed)\n",
+                ps.untimed, ps.opaque);
+    sn_planmodel_free(&ps);
+}
+
+static void json_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    sn_plan_model pm;
+    sn_planmodel_store ps;
+    if (sn_planmodel_build(t, m, NULL, &pm, &ps) != 0)
+        return;
+    long accesses = 0;
+    double ms = 0;
+    for (int i = 0; i < pm.ntensors; i++)
+        accesses += pm.tensor[i].naccess;
+    for (int s = 0; s < pm.nsteps; s++)
+        ms += pm.step[s].ms;
+    fprintf(f, ",\"plan_model\":{\"steps\":%d,\"compute_steps\":%zu,\"convolutions\":%d,\"backward_start\":%d,"
+               "\"ms\":%.6f,\"untimed_steps\":%d,\"opaque_steps\":%d,\"tensors\":%d,\"pinned\":%d,"
+               "\"unnamed\":%d,\"accesses\":%ld,\"fixed_bytes\":%llu,\"h2d_gbps\":%.6f,\"h2d_source\":\"%s\","
+               "\"h2d_copies\":%d,\"d2h_gbps\":%.6f,\"d2h_source\":\"%s\",\"d2h_copies\":%d,\"duplex\":%.3f,"
+               "\"copy_ms\":%.6f}",
+            pm.nsteps, m->period, plan_convolutions(&pm), pm.backward_start, ms, ps.untimed, ps.opaque, pm.ntensors,
+            ps.pinned, ps.unnamed, accesses, (unsigned long long)pm.fixed_bytes, pm.h2d_gbps,
+            source_name(ps.h2d_source), ps.h2d_copies, pm.d2h_gbps, source_name(ps.d2h_source), ps.d2h_copies,
+            pm.duplex, pm.copy_ms);
+    sn_planmodel_free(&ps);
 }
 
 static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
@@ -305,6 +368,7 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
     char budget[32];
     budget_text(budget, sizeof budget, m->budget);
     fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%s\n", budget);
+    text_plan_model(f, t, m);
     fprintf(f, "checks       %s\n", sn_model_check_name(m->check));
 }
 
@@ -449,6 +513,7 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
             (unsigned long long)m->lower_bound, (unsigned long long)m->carried_bytes,
             (unsigned long long)m->max_working_set, m->max_working_set_step,
             (unsigned long long)(m->lower_bound - m->max_working_set), (unsigned long long)m->budget);
+    json_plan_model(f, t, m);
     fprintf(f, ",\"check\":\"%s\"}", m->check == SN_CHECK_OK ? "ok" : sn_model_check_name(m->check));
 }
 

@@ -68,6 +68,7 @@ enum sn_trace_call_flags {
     SN_TC_OPAQUE = 4,    /* libsn could not see everything it touches */
     SN_TC_FAILED = 8,    /* the real call failed */
     SN_TC_TIMED = 16,    /* start_ms / dur_ms are measured */
+    SN_TC_HOST_PINNED = 32, /* a transfer from or to pinned host memory */
 };
 
 typedef struct sn_trace_call {
