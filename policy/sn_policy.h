@@ -65,11 +65,16 @@ int sn_pol_dead_after(const sn_pol *P, int t, int s);
 /* Steps from a to b going forward around the iteration (0 when equal). */
 int sn_pol_dist(const sn_pol *P, int a, int b);
 
-/* Algorithm indexes of step s: the fastest (least workspace on a tie) and
- * the smallest workspace (fastest on a tie); -1 without a choice. */
+/* Workspace here is always memory beyond the buffer the step names
+ * itself (sn_plan_extra_workspace): what choosing an algorithm costs.
+ * sn_pol_extra: algorithm a of step s; sn_pol_ws: the one algo[] picks (0
+ * without a choice). The fastest algorithm (least workspace on a tie) and
+ * the memory-optimal one (least workspace, fastest on a tie); -1 without a
+ * choice. */
+uint64_t sn_pol_extra(const sn_pol *P, int s, int a);
+uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s);
 int sn_pol_algo_fastest(const sn_pol *P, int s);
 int sn_pol_algo_minws(const sn_pol *P, int s);
-uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s);
 double sn_pol_ms(const sn_pol *P, const int *algo, int s);
 /* algo[] set to the framework's choice (every policy's starting point). */
 void sn_pol_algo_framework(const sn_pol *P, int *algo);

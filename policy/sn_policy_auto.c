@@ -103,7 +103,7 @@ static int fitting_algos(const sn_pol *P, int *algo)
         const sn_plan_step *st = &P->m->step[s];
         uint64_t held = mem[s] - sn_pol_ws(P, algo, s);
         for (int a = 0; a < st->nalgo; a++)
-            if (held <= P->budget && st->algo[a].workspace <= P->budget - held &&
+            if (held <= P->budget && sn_pol_extra(P, s, a) <= P->budget - held &&
                 st->algo[a].ms < st->algo[algo[s]].ms)
                 algo[s] = a;
     }
@@ -141,7 +141,7 @@ static int ranked_steps(const sn_pol *P, const search *S, convstep *c, int max)
         if (P->m->step[s].nalgo < 2)
             continue;
         int lo = sn_pol_algo_minws(P, s);
-        double back = (double)sn_pol_ws(P, S->algo, s) - (double)P->m->step[s].algo[lo].workspace;
+        double back = (double)sn_pol_ws(P, S->algo, s) - (double)sn_pol_extra(P, s, lo);
         c[nc++] = (convstep){.s = s, .tight = back - ((double)P->budget - (double)mem[s])};
     }
     free(mem);

@@ -134,7 +134,8 @@ static int upgrade_algos(const sn_pol *P, const sn_pol_acts *A, int *algo)
             if (saved <= 0)
                 continue;
             uint64_t ws = sn_pol_ws(P, algo, s);
-            double more = st->algo[a].workspace > ws ? (double)(st->algo[a].workspace - ws) : 0.0;
+            uint64_t need = sn_pol_extra(P, s, a);
+            double more = need > ws ? (double)(need - ws) : 0.0;
             u[n++] = (upgrade){.s = s, .a = a, .gain = more > 0 ? saved / more : DBL_MAX};
         }
     }

@@ -32,9 +32,9 @@ static int choose_algos(const sn_pol *P, const sn_pol_acts *A, int *algo)
         uint64_t left = P->budget > held ? P->budget - held : 0;
         int best = -1;
         for (int a = 0; a < st->nalgo; a++)
-            if (st->algo[a].workspace <= left &&
+            if (sn_pol_extra(P, s, a) <= left &&
                 (best < 0 || st->algo[a].ms < st->algo[best].ms ||
-                 (st->algo[a].ms == st->algo[best].ms && st->algo[a].workspace < st->algo[best].workspace)))
+                 (st->algo[a].ms == st->algo[best].ms && sn_pol_extra(P, s, a) < sn_pol_extra(P, s, best))))
                 best = a;
         if (best >= 0)
             algo[s] = best;

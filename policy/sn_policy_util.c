@@ -222,13 +222,24 @@ int sn_pol_dist(const sn_pol *P, int a, int b)
     return ((b - a) % P->ns + P->ns) % P->ns;
 }
 
+uint64_t sn_pol_extra(const sn_pol *P, int s, int a)
+{
+    return sn_plan_extra_workspace(P->m, s, &P->m->step[s].algo[a]);
+}
+
+uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s)
+{
+    sn_plan p = {.algo = (int *)algo};
+    return sn_plan_extra_workspace(P->m, s, sn_plan_step_algo(P->m, &p, s));
+}
+
 int sn_pol_algo_fastest(const sn_pol *P, int s)
 {
     const sn_plan_step *st = &P->m->step[s];
     int best = -1;
     for (int a = 0; a < st->nalgo; a++)
         if (best < 0 || st->algo[a].ms < st->algo[best].ms ||
-            (st->algo[a].ms == st->algo[best].ms && st->algo[a].workspace < st->algo[best].workspace))
+            (st->algo[a].ms == st->algo[best].ms && sn_pol_extra(P, s, a) < sn_pol_extra(P, s, best)))
             best = a;
     return best;
 }
@@ -238,17 +249,10 @@ int sn_pol_algo_minws(const sn_pol *P, int s)
     const sn_plan_step *st = &P->m->step[s];
     int best = -1;
     for (int a = 0; a < st->nalgo; a++)
-        if (best < 0 || st->algo[a].workspace < st->algo[best].workspace ||
-            (st->algo[a].workspace == st->algo[best].workspace && st->algo[a].ms < st->algo[best].ms))
+        if (best < 0 || sn_pol_extra(P, s, a) < sn_pol_extra(P, s, best) ||
+            (sn_pol_extra(P, s, a) == sn_pol_extra(P, s, best) && st->algo[a].ms < st->algo[best].ms))
             best = a;
     return best;
-}
-
-uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s)
-{
-    sn_plan p = {.algo = (int *)algo};
-    const sn_plan_algo *a = sn_plan_step_algo(P->m, &p, s);
-    return a ? a->workspace : 0;
 }
 
 double sn_pol_ms(const sn_pol *P, const int *algo, int s)

@@ -59,7 +59,7 @@ static int downgrade_step(const sn_pol *P, const int *algo, const uint64_t *mem)
     for (int s = 0; s < P->ns; s++) {
         int lo = sn_pol_algo_minws(P, s);
         int can = P->m->step[s].conv && lo >= 0 && algo[s] != lo &&
-                  sn_pol_ws(P, algo, s) > P->m->step[s].algo[lo].workspace;
+                  sn_pol_ws(P, algo, s) > sn_pol_extra(P, s, lo);
         int over = mem[s] > P->budget;
         if (over && first_over < 0) {
             first_over = s;
@@ -70,7 +70,7 @@ static int downgrade_step(const sn_pol *P, const int *algo, const uint64_t *mem)
             continue;
         if (first < 0)
             first = s;
-        uint64_t gain = sn_pol_ws(P, algo, s) - P->m->step[s].algo[lo].workspace;
+        uint64_t gain = sn_pol_ws(P, algo, s) - sn_pol_extra(P, s, lo);
         if (over && gain > most_gain) {
             most_gain = gain;
             most = s;

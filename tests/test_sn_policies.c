@@ -391,6 +391,35 @@ static void test_vdnn_all(void **state)
     sn_plan_free(&p);
 }
 
+/* A convolution that names its own 4 MB workspace buffer pays only for
+ * what an algorithm needs beyond it: on net4 so changed both algorithms
+ * cost nothing extra, and vDNN's memory-optimal choice is the faster one.
+ * The plan is vdnn-all's, 12 ms of compute with A2's 1 ms demand miss, the
+ * same 46 MB peak. */
+static void test_own_workspace(void **state)
+{
+    (void)state;
+    sn_plan_step st[12];
+    memcpy(st, net4_steps, sizeof st);
+    for (int s = 0; s < 12; s++)
+        if (st[s].conv)
+            st[s].own_workspace = 4 * MB;
+    sn_plan_model m = net4;
+    m.step = st;
+    sn_plan all = make(&net4, SN_POLICY_VDNN_ALL, 56);
+    sn_plan p = make(&m, SN_POLICY_VDNN_ALL, 56);
+    expect_actions(&p, all.actions, all.nactions);
+    expect_algo(&p, net4_fast, 12);
+    expect_time(&p, 13.0, 1.0, 46);
+    sn_plan_free(&p);
+    sn_plan_free(&all);
+    /* and as is, the framework's run fits in 62 MB instead of 66 */
+    p = make(&m, SN_POLICY_LRU, 62);
+    assert_int_equal(p.nactions, 0);
+    expect_time(&p, 12.0, 0.0, 62);
+    sn_plan_free(&p);
+}
+
 /* vdnn-conv: only the convolutions' inputs, X (step 0) and B1 (step 2).
  *   resident at the start: 22 + A1 + A2 = 38 (B1 dropped)
  *   steps: 38 38 38 30 38 54 54 54 54 46 38 38  (peak 54 at step 5)
@@ -842,7 +871,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invalid_input), cmocka_unit_test(test_gtbm_classes),
         cmocka_unit_test(test_fits_as_is),    cmocka_unit_test(test_vdnn_all),
-        cmocka_unit_test(test_vdnn_conv),     cmocka_unit_test(test_vdnn_dyn),
+        cmocka_unit_test(test_own_workspace), cmocka_unit_test(test_vdnn_conv),
+        cmocka_unit_test(test_vdnn_dyn),
         cmocka_unit_test(test_lru),           cmocka_unit_test(test_superneurons),
         cmocka_unit_test(test_modnn),         cmocka_unit_test(test_pooch),
         cmocka_unit_test(test_dymem),         cmocka_unit_test(test_auto_net4),
