@@ -40,6 +40,10 @@
 #include "common/sn_options.h"
 
 #define SN_ARENA_MAX_STREAMS 16
+/* load_waited of a block a prefetch brought in: no stream waits for it
+ * yet (not NULL, which names the legacy default stream) */
+static char sn_nobody;
+#define SN_NOBODY ((void *)&sn_nobody)
 #define SN_ALIGN 256
 
 typedef struct sn_block {
@@ -63,6 +67,10 @@ typedef struct sn_block {
     unsigned library : 1;    /* cuDNN's or cuBLAS's own, of no known handle: kept resident */
     void *lib_key;           /* cuDNN's or cuBLAS's own, of this handle: resident for its calls */
     unsigned is_free : 1;    /* no live allocation: on the free list */
+    unsigned leaving : 1;    /* a planned offload or drop is under way: still mapped until leave_ev */
+    unsigned host_pending : 1; /* host_valid, but the copy making it so may still be running */
+    unsigned plan_drop : 1;  /* leaving without a copy: the plan says its contents are dead */
+    cudaEvent_t leave_ev;    /* leaving: recorded on the copy stream after its copy (or fence) */
     unsigned cls : 1;        /* shared blocks: 0 early (long-lived), 1 per iteration */
     sn_predict pred;         /* whether its contents die after its latest use */
     uint32_t nlive;          /* live allocations in it */
@@ -141,6 +149,8 @@ struct sn_arena {
     int nstreams, streams_overflow;
     uint64_t overflow_stamp;
     sn_arena_ticket *active;  /* calls between acquire and release */
+    sn_block **leaving;       /* blocks with a planned offload or drop under way */
+    size_t nleaving, cap_leaving;
     sn_evpool events;         /* fences and copy completions: no timing */
     sn_evpool timing;         /* the events that measure stalls */
     cudaEvent_t pending[64][2];  /* swap-in waits not read yet: before, after */
@@ -516,7 +526,11 @@ static void sn_block_to_free_locked(sn_arena *ar, sn_block *b)
     b->bump = 0;
     b->dirty = 0;
     b->host_valid = 0;
-    if (b->host) {
+    /* contents of the dead are not dropped "as predicted": nobody reads them */
+    b->plan_drop = 0;
+    /* a planned copy out may still be writing the host copy: it stays the
+     * block's, for its next copy out */
+    if (b->host && !b->host_pending) {
         sn_stage_free_locked(&ar->stage, b->host, b->size);
         b->host = NULL;
     }
@@ -612,6 +626,8 @@ typedef struct sn_moves {
     CUmemGenericAllocationHandle *release;
     size_t nrelease, cap_release;
     int fence;                   /* in-flight work may touch a victim */
+    int drain;                   /* a victim's own copy out may still be running */
+    int prefetch;                /* loads for the plan: no consumer waits now */
     void *streams[SN_ARENA_MAX_STREAMS];
     int nstreams, overflow;
 } sn_moves;
@@ -749,6 +765,51 @@ static uint64_t victim_use(const sn_block *b)
     return b ? b->last_use : 0;
 }
 
+static int sn_victim_rank(const sn_block *b)
+{
+    return b->is_free ? 0 : b->leaving ? 1 : 2;
+}
+
+static void sn_leaving_remove_locked(sn_arena *ar, sn_block *b)
+{
+    for (size_t i = 0; i < ar->nleaving; i++)
+        if (ar->leaving[i] == b) {
+            ar->leaving[i] = ar->leaving[ar->nleaving - 1];
+            /* atomic: sn_arena_reap peeks at it without the lock */
+            __atomic_store_n(&ar->nleaving, ar->nleaving - 1, __ATOMIC_RELAXED);
+            break;
+        }
+    if (b->leave_ev)
+        sn_arena_event_put_locked(ar, b->leave_ev);
+    b->leave_ev = NULL;
+    b->leaving = 0;
+    b->plan_drop = 0;
+}
+
+/* A call uses a block the plan was sending away: it stays. Its copy out
+ * may still be reading it, so the call's stream (and any other) waits for
+ * that copy as for a copy in; a drop's contents are still there, the only
+ * copy of them. */
+static void sn_cancel_leave_locked(sn_arena *ar, sn_block *b)
+{
+    cudaEvent_t ev = b->leave_ev;
+    int dropped = b->plan_drop;
+    b->leave_ev = NULL;
+    sn_leaving_remove_locked(ar, b);
+    if (dropped) {
+        b->dirty = 1;
+        b->host_valid = 0;
+    }
+    if (ev) {
+        if (b->load_ev)
+            sn_arena_event_put_locked(ar, b->load_ev);
+        b->load_ev = ev;
+        b->load_stamp = ar->clock;
+        b->load_waited = SN_NOBODY;
+    }
+    ar->st.plan_cancelled++;
+}
+
 static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
 {
     uint64_t want = *wantp;
@@ -775,7 +836,9 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
              * last use may still be running) */
             int older = sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT ? b->last_use > victim_use(victim)
                                                                        : b->last_use < victim_use(victim);
-            if (!victim || (b->is_free && !victim->is_free) || (b->is_free == victim->is_free && older))
+            /* free blocks, then blocks the plan is already sending away */
+            if (!victim || sn_victim_rank(b) < sn_victim_rank(victim) ||
+                (sn_victim_rank(b) == sn_victim_rank(victim) && older))
                 victim = b;
         }
         if (!victim)
@@ -796,6 +859,8 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
         victim->busy = 1;
         if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
             p->fence = 1;
+        if (victim->leaving || victim->host_pending)
+            p->drain = 1;
         /* a load of the same size takes the handle as it is */
         for (size_t j = 0; j < p->nloads; j++) {
             sn_move *l = &p->loads[j];
@@ -842,7 +907,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         int copies = 0;
         for (size_t i = 0; i < p->nvictims; i++)
             copies |= p->victims[i].copy;
-        int must_wait = copies || p->fence;
+        int must_wait = copies || p->fence || p->drain;
         /* test switch: the copy out does not wait for the work before it */
         if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && copies)
             p->fence = 0;
@@ -925,6 +990,9 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             sn_move *m = &p->victims[i];
             sn_block *b = m->b;
             ar->st.evictions++;
+            if (b->leaving)
+                sn_leaving_remove_locked(ar, b);
+            b->host_pending = 0;
             if (b->is_free) {
                 ar->st.freed_drops++;
             } else if (m->fresh) {
@@ -1018,6 +1086,21 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
     /* how long the consumer's stream waits: events just before and after
      * its wait for the copies, read later */
     cudaEvent_t in0 = NULL, in1 = NULL;
+    if (p->prefetch) {
+        /* nobody waits now: the first call that uses a block waits for its
+         * own event (sn_arena_acquire); without events the host waits */
+        if (copies_in && no_event) {
+            sn_arena_quiet(cudaErrorUnknown);
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+            sn_lock_take(&ar->lock);
+            for (size_t i = 0; i < p->nloads; i++) {
+                sn_arena_event_put_locked(ar, p->loads[i].ev);
+                p->loads[i].ev = NULL;
+            }
+            sn_lock_give(&ar->lock);
+        }
+        return failed ? -1 : 0;
+    }
     if (copies_in && !no_event && (in0 = sn_timing_event(ar)) &&
         SN_REAL(cudaEventRecord)(in0, (cudaStream_t)stream) != cudaSuccess) {
         sn_arena_quiet(cudaErrorUnknown);
@@ -1087,6 +1170,84 @@ static void sn_learn_locked(sn_arena *ar, sn_block *b, int64_t pos)
 static int sn_predicted_dead_locked(const sn_block *b)
 {
     return sn_opt.predicted_dead && !b->shared && sn_predict_dead(&b->pred);
+}
+
+/* sn_make_room_locked found too little: gives back what it took (released
+ * cached handles stay released). */
+static void sn_moves_undo_locked(sn_arena *ar, sn_moves *p)
+{
+    for (size_t i = 0; i < p->nloads; i++)
+        if (p->loads[i].h)
+            sn_hcache_put_locked(ar, p->loads[i].b->size, p->loads[i].h);
+    for (size_t i = 0; i < p->nvictims; i++) {
+        sn_block *b = p->victims[i].b;
+        b->busy = 0;
+        ar->resident_bytes += b->size;
+        if (p->victims[i].give < 0)
+            ar->phys_bytes += b->size;
+        if (p->victims[i].copy && !b->host)
+            sn_stage_unreserve_locked(&ar->stage, b->size);
+    }
+}
+
+/* The loads' bytes are held from now; the streams a fence must cover are
+ * the arena's at this moment. */
+static void sn_moves_reserve_locked(sn_arena *ar, sn_moves *p, uint64_t want)
+{
+    ar->phys_bytes += want;
+    for (size_t i = 0; i < p->nloads; i++) {
+        p->loads[i].b->busy = 1;
+        ar->resident_bytes += p->loads[i].b->size;
+    }
+    if (ar->phys_bytes > ar->st.peak_physical)
+        ar->st.peak_physical = ar->phys_bytes;
+    if (ar->resident_bytes > ar->st.peak_resident)
+        ar->st.peak_resident = ar->resident_bytes;
+    p->nstreams = ar->nstreams;
+    memcpy(p->streams, ar->streams, sizeof p->streams);
+    p->overflow = ar->streams_overflow;
+}
+
+/* The loads of p have been carried out: each block resident with its
+ * copy's event, which streams other than stream (the consumer, which
+ * already waits; NULL for a prefetch: none) wait for. Returns 1 when a
+ * block could not be mapped. */
+static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
+{
+    if (p->prefetch)
+        stream = SN_NOBODY;
+    int lost = 0;
+    for (size_t i = 0; i < p->nloads; i++) {
+        sn_move *m = &p->loads[i];
+        sn_block *b = m->b;
+        b->busy = 0;
+        if (m->fresh == 2) {
+            /* the test switch's block: claimed resident, never mapped */
+            if (m->h)
+                sn_hcache_put_locked(ar, b->size, m->h);
+            b->resident = 1;
+            continue;
+        }
+        if (!m->h) {
+            /* not mapped: give back what was reserved for it */
+            ar->resident_bytes -= b->size;
+            ar->phys_bytes -= b->size;
+            lost = 1;
+            continue;
+        }
+        b->handle = m->h;
+        b->resident = 1;
+        b->load_stamp = ar->clock;
+        if (m->copy) {
+            ar->st.swap_in++;
+            ar->st.swap_in_bytes += b->size;
+        }
+        if (b->load_ev)
+            sn_arena_event_put_locked(ar, b->load_ev);
+        b->load_ev = m->ev;
+        b->load_waited = stream;
+    }
+    return lost;
 }
 
 static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***blocks, size_t *n, size_t *cap,
@@ -1177,6 +1338,8 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
              * thread's call may collect the block (and overwrite call_mode)
              * while this one is moving memory with the lock released; a
              * pinned block cannot leave, so dirty before the write is safe */
+            if (b->leaving)
+                sn_cancel_leave_locked(ar, b);
             if (b->call_mode & SN_WRITE)
                 b->dirty = 1;
             sn_learn_locked(ar, b, pos);
@@ -1244,19 +1407,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         if (sn_make_room_locked(ar, &p, &want) != 0) {
             /* not enough can leave now: undo, and wait for other threads'
              * calls to finish when they hold what could leave */
-            for (size_t i = 0; i < p.nloads; i++)
-                if (p.loads[i].h)
-                    sn_hcache_put_locked(ar, p.loads[i].b->size, p.loads[i].h);
-            for (size_t i = 0; i < p.nvictims; i++) {
-                sn_block *b = p.victims[i].b;
-                b->busy = 0;
-                ar->resident_bytes += b->size;
-                if (p.victims[i].give < 0)
-                    ar->phys_bytes += b->size;
-                if (p.victims[i].copy && !b->host)
-                    sn_stage_unreserve_locked(&ar->stage, b->size);
-            }
-            /* released cached handles stay released */
+            sn_moves_undo_locked(ar, &p);
             sn_ticket_unlink_locked(ar, t);
             sn_unpin_locked(ar, t->blocks, t->nblocks);
             int others = 0;
@@ -1278,55 +1429,13 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_lock_give(&ar->lock);
             return SN_ARENA_NOMEM;
         }
-        /* reserve: the loads' bytes are held from now */
-        ar->phys_bytes += want;
-        for (size_t i = 0; i < p.nloads; i++) {
-            p.loads[i].b->busy = 1;
-            ar->resident_bytes += p.loads[i].b->size;
-        }
-        if (ar->phys_bytes > ar->st.peak_physical)
-            ar->st.peak_physical = ar->phys_bytes;
-        if (ar->resident_bytes > ar->st.peak_resident)
-            ar->st.peak_resident = ar->resident_bytes;
-        p.nstreams = ar->nstreams;
-        memcpy(p.streams, ar->streams, sizeof p.streams);
-        p.overflow = ar->streams_overflow;
+        sn_moves_reserve_locked(ar, &p, want);
         sn_lock_give(&ar->lock);
 
         int rc = sn_moves_run(ar, &p, stream);
 
         sn_lock_take(&ar->lock);
-        int lost = 0;
-        for (size_t i = 0; i < p.nloads; i++) {
-            sn_move *m = &p.loads[i];
-            sn_block *b = m->b;
-            b->busy = 0;
-            if (m->fresh == 2) {
-                /* the test switch's block: claimed resident, never mapped */
-                if (m->h)
-                    sn_hcache_put_locked(ar, b->size, m->h);
-                b->resident = 1;
-                continue;
-            }
-            if (!m->h) {
-                /* not mapped: give back what was reserved for it */
-                ar->resident_bytes -= b->size;
-                ar->phys_bytes -= b->size;
-                lost = 1;
-                continue;
-            }
-            b->handle = m->h;
-            b->resident = 1;
-            b->load_stamp = ar->clock;
-            if (m->copy) {
-                ar->st.swap_in++;
-                ar->st.swap_in_bytes += b->size;
-            }
-            if (b->load_ev)
-                sn_arena_event_put_locked(ar, b->load_ev);
-            b->load_ev = m->ev;
-            b->load_waited = stream;
-        }
+        int lost = sn_loads_done_locked(ar, &p, stream);
         pthread_cond_broadcast(&ar->cond);
         sn_moves_free(&p);
         if (rc == 0 && !lost) {
@@ -1626,6 +1735,284 @@ void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes)
         *free_bytes = (size_t)(total - used);
     if (total_bytes)
         *total_bytes = (size_t)total;
+}
+
+/* ---- planned moves ------------------------------------------------------------------ */
+
+/* Whether a block may be moved by the plan now: its own (not shared by
+ * small allocations, not the libraries'), in use by no call, moved by no
+ * other thread. */
+static int sn_plan_movable_locked(const sn_block *b)
+{
+    return !b->busy && !b->pins && !b->shared && !b->library && !b->lib_key && !b->is_free;
+}
+
+size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size_t n)
+{
+    if (!ar || ar->pool || !n)
+        return 0;
+    enum { MAX = 64 };
+    sn_block *go[MAX];
+    int copy[MAX], dropping[MAX];
+    size_t ngo = 0;
+    sn_lock_take(&ar->lock);
+    if (ar->streams_overflow) {
+        /* the streams to fence cannot all be named: leave it to demand */
+        ar->st.plan_skipped += n;
+        sn_lock_give(&ar->lock);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sn_block *b = blocks[i];
+        if (ngo == MAX || !b || !b->resident || b->leaving || !sn_plan_movable_locked(b)) {
+            ar->st.plan_skipped++;
+            continue;
+        }
+        /* the plan's word that the contents are dead is taken only where
+         * the run itself agrees (sn_predict: the same position, iterations
+         * in a row): a plan learned from one iteration cannot see a buffer
+         * that alternates between iterations */
+        int dead = drop[i] && sn_predicted_dead_locked(b);
+        int c = b->dirty && !dead;
+        if (c && !b->host && sn_stage_reserve_locked(&ar->stage, b->size) != 0) {
+            ar->st.plan_skipped++;
+            continue;
+        }
+        b->busy = 1;
+        go[ngo] = b;
+        dropping[ngo] = dead;
+        copy[ngo++] = c;
+    }
+    void *streams[SN_ARENA_MAX_STREAMS];
+    int nstreams = ar->nstreams;
+    memcpy(streams, ar->streams, sizeof streams);
+    sn_lock_give(&ar->lock);
+    if (!ngo)
+        return 0;
+    /* the copy stream waits for everything forwarded so far on the
+     * framework's streams: the blocks' last uses among it */
+    for (int i = 0; i < nstreams; i++) {
+        cudaEvent_t e = sn_arena_event(ar);
+        sn_witness_cuda("cudaEventRecord");
+        if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)streams[i]) != cudaSuccess ||
+            SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
+            sn_arena_quiet(cudaErrorUnknown);
+            sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+        }
+        sn_lock_take(&ar->lock);
+        sn_arena_event_put_locked(ar, e);
+        sn_lock_give(&ar->lock);
+    }
+    cudaEvent_t ev[MAX];
+    for (size_t i = 0; i < ngo; i++) {
+        sn_block *b = go[i];
+        if (copy[i] && !b->host) {
+            sn_lock_take(&ar->lock);
+            void *h = sn_stage_take_locked(&ar->stage, b->size);
+            sn_lock_give(&ar->lock);
+            b->host = h ? h : sn_stage_grow(&ar->stage, &ar->lock, b->size);
+            if (!b->host) {
+                sn_lock_take(&ar->lock);
+                sn_stage_unreserve_locked(&ar->stage, b->size);
+                sn_lock_give(&ar->lock);
+                copy[i] = -1; /* stays */
+                continue;
+            }
+        }
+        if (copy[i] > 0) {
+            sn_witness_cuda("cudaMemcpyAsync");
+            sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(b->host, (void *)b->va, b->size, cudaMemcpyDeviceToHost,
+                                                    ar->copy_stream));
+        }
+        ev[i] = sn_arena_event(ar);
+        if (ev[i] && SN_REAL(cudaEventRecord)(ev[i], ar->copy_stream) != cudaSuccess) {
+            sn_arena_quiet(cudaErrorUnknown);
+            sn_lock_take(&ar->lock);
+            sn_arena_event_put_locked(ar, ev[i]);
+            sn_lock_give(&ar->lock);
+            ev[i] = NULL;
+        }
+        if (!ev[i]) {
+            /* nothing to tell completion by: the host waits now */
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        }
+    }
+    size_t started = 0;
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < ngo; i++) {
+        sn_block *b = go[i];
+        b->busy = 0;
+        if (copy[i] < 0) {
+            ar->st.plan_skipped++;
+            continue;
+        }
+        if (sn_array_room(&ar->leaving, ar->nleaving, &ar->cap_leaving, sizeof *ar->leaving, 16) != 0) {
+            /* cannot be tracked: it stays (its copy, if any, is harmless) */
+            if (ev[i])
+                sn_arena_event_put_locked(ar, ev[i]);
+            ar->st.plan_skipped++;
+            continue;
+        }
+        ar->leaving[ar->nleaving] = b;
+        __atomic_store_n(&ar->nleaving, ar->nleaving + 1, __ATOMIC_RELAXED);
+        b->leaving = 1;
+        b->leave_ev = ev[i];
+        b->plan_drop = dropping[i] && b->dirty;
+        sn_debug("planned %s %p+%llu", b->plan_drop ? "drop" : copy[i] ? "copy out" : "clean drop", (void *)b->va,
+                 (unsigned long long)b->size);
+        if (copy[i]) {
+            b->host_valid = 1;
+            b->host_pending = 1;
+            ar->st.plan_offloads++;
+            ar->st.plan_offload_bytes += b->size;
+            ar->st.swap_out++;
+            ar->st.swap_out_bytes += b->size;
+        } else if (b->plan_drop) {
+            ar->st.plan_drops++;
+        }
+        b->dirty = 0;
+        started++;
+    }
+    pthread_cond_broadcast(&ar->cond);
+    sn_lock_give(&ar->lock);
+    return started;
+}
+
+void sn_arena_reap(sn_arena *ar, int wait)
+{
+    /* a racy peek: a block starting to leave now is reaped next time */
+    if (!ar || ar->pool || !__atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED))
+        return;
+    enum { MAX = 64 };
+    sn_block *go[MAX];
+    cudaEvent_t ev[MAX];
+    size_t n = 0;
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < ar->nleaving && n < MAX; i++) {
+        sn_block *b = ar->leaving[i];
+        if (b->busy || b->pins)
+            continue;
+        b->busy = 1;
+        ev[n] = b->leave_ev;
+        go[n++] = b;
+    }
+    sn_lock_give(&ar->lock);
+    if (!n)
+        return;
+    int done[MAX];
+    for (size_t i = 0; i < n; i++) {
+        cudaError_t rc = cudaSuccess;
+        if (ev[i]) {
+            sn_witness_cuda("cudaEventQuery");
+            rc = wait ? SN_REAL(cudaEventSynchronize)(ev[i]) : SN_REAL(cudaEventQuery)(ev[i]);
+        }
+        done[i] = rc == cudaSuccess;
+        if (rc != cudaSuccess && rc != cudaErrorNotReady) {
+            /* an event that cannot tell: the copy stream can */
+            sn_arena_quiet(rc);
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+            done[i] = 1;
+        } else if (rc == cudaErrorNotReady) {
+            sn_arena_quiet(rc);
+        }
+        if (done[i]) {
+            sn_witness_cuda("cuMemUnmap");
+            SN_REAL(cuMemUnmap)((CUdeviceptr)go[i]->va, go[i]->size);
+        }
+    }
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < n; i++) {
+        sn_block *b = go[i];
+        b->busy = 0;
+        if (!done[i])
+            continue;
+        if (b->plan_drop) {
+            /* the device's contents are gone and the host's older copy,
+             * if any, must never come back: a read is a libsn error */
+            b->pred.dropped = 1;
+            b->host_valid = 0;
+        }
+        sn_leaving_remove_locked(ar, b);
+        b->host_pending = 0;
+        b->resident = 0;
+        ar->resident_bytes -= b->size;
+        ar->st.evictions++;
+        if (sn_hcache_put_locked(ar, b->size, b->handle) != 0) {
+            ar->phys_bytes -= b->size;
+            SN_REAL(cuMemRelease)(b->handle);
+        }
+        b->handle = 0;
+        if (b->load_ev) {
+            sn_arena_event_put_locked(ar, b->load_ev);
+            b->load_ev = NULL;
+        }
+    }
+    pthread_cond_broadcast(&ar->cond);
+    sn_lock_give(&ar->lock);
+}
+
+size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
+{
+    if (!ar || ar->pool || !n)
+        return 0;
+    sn_moves p;
+    memset(&p, 0, sizeof p);
+    p.prefetch = 1;
+    uint64_t want = 0;
+    sn_lock_take(&ar->lock);
+    /* marked with a clock of their own, so that making room for them does
+     * not send one of them away */
+    ar->clock++;
+    for (size_t i = 0; i < n; i++) {
+        sn_block *b = blocks[i];
+        if (!b)
+            continue;
+        if (b->leaving) {
+            /* wanted back before it left: it stays */
+            sn_cancel_leave_locked(ar, b);
+            continue;
+        }
+        if (b->resident || !sn_plan_movable_locked(b)) {
+            if (!b->resident)
+                ar->st.plan_skipped++;
+            continue;
+        }
+        if (sn_push(&p.loads, &p.nloads, &p.cap_loads, sizeof *p.loads) != 0)
+            break;
+        b->mark = ar->clock;
+        sn_move *m = &p.loads[p.nloads - 1];
+        *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid, !b->host_valid, NULL};
+        if (!m->h)
+            want += b->size;
+    }
+    if (!p.nloads || sn_make_room_locked(ar, &p, &want) != 0) {
+        if (p.nloads) {
+            ar->st.plan_skipped += p.nloads;
+            sn_moves_undo_locked(ar, &p);
+        }
+        sn_lock_give(&ar->lock);
+        for (size_t i = 0; i < p.nrelease; i++)
+            SN_REAL(cuMemRelease)(p.release[i]);
+        sn_moves_free(&p);
+        return 0;
+    }
+    sn_moves_reserve_locked(ar, &p, want);
+    sn_lock_give(&ar->lock);
+    int rc = sn_moves_run(ar, &p, NULL);
+    (void)rc;
+    sn_lock_take(&ar->lock);
+    sn_loads_done_locked(ar, &p, NULL);
+    size_t started = 0;
+    for (size_t i = 0; i < p.nloads; i++)
+        if (p.loads[i].h && p.loads[i].copy) {
+            started++;
+            ar->st.plan_prefetches++;
+            ar->st.plan_prefetch_bytes += p.loads[i].b->size;
+        }
+    pthread_cond_broadcast(&ar->cond);
+    sn_lock_give(&ar->lock);
+    sn_moves_free(&p);
+    return started;
 }
 
 void sn_arena_wait_copies(sn_arena *ar)

@@ -133,4 +133,28 @@ void sn_arena_stats(sn_arena *ar, sn_manage_stats *out);
  * cannot be made to wait on this arena's events. */
 void sn_arena_wait_copies(sn_arena *ar);
 
+/* Planned moves (the plan executor, core/sn_exec.c). None waits for the
+ * device; each skips (and counts) a block it cannot move now: in use by a
+ * call, moved by another thread, shared by small allocations, the
+ * libraries' own.
+ *
+ * sn_arena_offload starts sending blocks[i] away: once the work forwarded
+ * so far on the framework's streams is done (a fence on the device), the
+ * copy stream copies it to pinned host memory, or copies nothing when
+ * drop[i] says its contents are dead. The block stays mapped ("leaving")
+ * until that is done; a call that uses it meanwhile keeps it, its stream
+ * waiting for the copy. Returns how many were started.
+ *
+ * sn_arena_reap unmaps the leaving blocks whose copies are done (wait: all
+ * of them, waiting for their copies), keeping their handles for reuse.
+ *
+ * sn_arena_prefetch starts bringing blocks back: room is made (leaving
+ * blocks first, waiting for their copies, then the least recently used),
+ * each is mapped and copied in on the copy stream, and the first call that
+ * uses it waits for its copy on the device. Returns how many copies were
+ * started; a block there is no room for is left to demand. */
+size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size_t n);
+void sn_arena_reap(sn_arena *ar, int wait);
+size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n);
+
 #endif

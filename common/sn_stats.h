@@ -38,6 +38,15 @@ typedef struct sn_manage_stats {
     double stall_in_ms;                  /* time consumers' streams waited for swap-ins (device clock) */
     double stall_out_ms;                 /* time copies out took once their fence was passed: the host waited */
     uint64_t stall_unmeasured;           /* swap-ins whose wait could not be timed */
+    /* the plan (SN_POLICY), when one is followed */
+    const char *plan_policy;             /* NULL: none made (demand only) */
+    double plan_predicted_ms;            /* the plan timeline's iteration time */
+    uint64_t plan_prefetches, plan_prefetch_bytes;  /* planned copies in started */
+    uint64_t plan_offloads, plan_offload_bytes;     /* planned copies out started */
+    uint64_t plan_drops;                 /* planned drops (contents dead, nothing copied) */
+    uint64_t plan_cancelled;             /* blocks used again while leaving: kept */
+    uint64_t plan_skipped;               /* planned moves not possible then (in use, no room, not bound) */
+    uint64_t plan_iterations;            /* iterations the plan was followed in */
 } sn_manage_stats;
 
 #endif

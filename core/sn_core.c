@@ -26,6 +26,7 @@
 #include "allocator/sn_arena.h"
 #include "common/sn_array.h"
 #include "core/sn_access.h"
+#include "core/sn_exec.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
 #include "common/sn_log.h"
@@ -64,10 +65,15 @@ typedef struct sn_device {
     size_t nsig, cap_sig, next_check;
     int profiled;             /* written under the lock, read atomically outside it */
     uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
+    /* manage mode's plan: 0 none yet, 1 to be made, 2 being made, 3 followed,
+     * -1 none (demand residency only); exec under exec_lock */
+    int plan_state;
+    sn_lock exec_lock;
+    sn_exec exec;
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
-#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i))}
+#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i)), .exec_lock = SN_LOCK_INITIALIZER(SN_RANK_EXEC)}
 _Static_assert(SN_MAX_DEVICES == 16 && SN_RANK_DEVICE0 + SN_MAX_DEVICES <= SN_RANK_HANDLES,
                "one initialiser and one lock rank per device");
 static sn_device sn_devs[SN_MAX_DEVICES] = {
@@ -720,6 +726,8 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
             (per.end - per.start) / per.period);
     if (sn_model_follow(tr) != 0)
         sn_info("device %d: the iteration could not be placed in the log; recording goes on", tr->dev);
+    else if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
+        __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
     free(d->step_sig);
     d->step_sig = NULL;
     d->nsig = d->cap_sig = 0;
@@ -847,6 +855,69 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     return SN_CORE_NOMEM;
 }
 
+static void sn_harvest(int dev, void *stream, int all);
+
+/* The iteration is learned: the plan of SN_POLICY for it, under the
+ * arena's budget less a twentieth (blocks are whole granules, the plan
+ * counts bytes). The step times of the profile are read first (the host
+ * waits for the device once). Made with the registry's and the device's
+ * locks held: every other call waits, once. */
+static void sn_core_plan_setup(int dev)
+{
+    sn_device *d = &sn_devs[dev];
+    sn_arena *ar = sn_arena_of(dev);
+    sn_manage_stats st;
+    if (ar)
+        sn_arena_stats(ar, &st);
+    if (!ar || st.pool) {
+        __atomic_store_n(&d->plan_state, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    int lib = sn_own_work_begin();
+    uint64_t covered = sn_arena_sync_begin(ar);
+    sn_witness_cuda("cudaDeviceSynchronize");
+    int synced = SN_REAL(cudaDeviceSynchronize)() == cudaSuccess;
+    if (synced)
+        sn_arena_device_synced(ar, covered);
+    sn_own_work_end(lib);
+    if (synced)
+        sn_harvest(dev, NULL, 1);
+    uint64_t budget = st.budget - st.budget / 20;
+    sn_lock_take(&sn_reg_lock);
+    sn_lock_take(&d->lock);
+    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, budget) : -1;
+    sn_lock_give(&d->lock);
+    sn_lock_give(&sn_reg_lock);
+    if (rc != 0)
+        sn_info("device %d: no plan could be made for SN_POLICY=%s; demand residency only", dev,
+                sn_option_choice("SN_POLICY", sn_opt.policy));
+    __atomic_store_n(&d->plan_state, rc == 0 ? 3 : -1, __ATOMIC_RELEASE);
+}
+
+/* The plan's moves due at a call at position pos, started (no core lock
+ * held while the arena works). */
+static void sn_core_plan_moves(int dev, int64_t pos)
+{
+    enum { CAP = 256 };
+    void *out[CAP], *in[CAP];
+    int drop[CAP];
+    size_t nout, nin;
+    sn_device *d = &sn_devs[dev];
+    sn_lock_take(&d->exec_lock);
+    sn_exec_due(&d->exec, pos, out, drop, &nout, in, &nin, CAP);
+    sn_lock_give(&d->exec_lock);
+    sn_arena *ar = sn_arena_of(dev);
+    if (!ar)
+        return;
+    int lib = sn_own_work_begin();
+    sn_arena_reap(ar, 0);
+    if (nout)
+        sn_arena_offload(ar, out, drop, nout);
+    if (nin)
+        sn_arena_prefetch(ar, in, nin);
+    sn_own_work_end(lib);
+}
+
 int sn_core_call_begin(sn_call *c, sn_step_token *t)
 {
     t->dev = c->dev;
@@ -900,10 +971,16 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         }
         sn_lock_give(&d->lock);
     }
-    /* Manage mode: what the call touches, resident before it is forwarded
-     * (with no core lock held: the arena moves memory). A call that cannot
-     * fit fails, as a real call out of memory does. */
+    /* Manage mode: the plan's moves due now, then what the call touches,
+     * resident before it is forwarded (with no core lock held: the arena
+     * moves memory). A call that cannot fit fails, as a real call out of
+     * memory does. */
     if (managing) {
+        int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
+        if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            sn_core_plan_setup(c->dev);
+        else if (ps == 3 && pos >= 0)
+            sn_core_plan_moves(c->dev, pos);
         if (sn_core_make_resident(c, t, &uses, pos) != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
                 sn_lock_take(&d->lock);
@@ -1219,6 +1296,15 @@ static void sn_finish(int cuda_usable)
                 sn_arena_stats(ar, ms);
                 ms->passed = __atomic_load_n(&sn_devs[dev].passed, __ATOMIC_RELAXED);
                 ms->passed_bytes = __atomic_load_n(&sn_devs[dev].passed_bytes, __ATOMIC_RELAXED);
+                const sn_exec *ex = &sn_devs[dev].exec;
+                if (__atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
+                    sn_lock_take(&sn_devs[dev].exec_lock);
+                    ms->plan_policy = sn_option_choice("SN_POLICY", ex->policy);
+                    ms->plan_predicted_ms = ex->predicted_ms;
+                    ms->plan_iterations = ex->iterations;
+                    ms->plan_skipped += ex->skipped_unbound;
+                    sn_lock_give(&sn_devs[dev].exec_lock);
+                }
             }
             traces[n++] = sn_devs[dev].trace;
         }
