@@ -1931,6 +1931,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
              * if any, must never come back: a read is a libsn error */
             b->pred.dropped = 1;
             b->host_valid = 0;
+            ar->st.predicted_drops++;
         }
         sn_leaving_remove_locked(ar, b);
         b->host_pending = 0;

@@ -39,7 +39,8 @@ typedef struct sn_manage_stats {
     double stall_out_ms;                 /* time copies out took once their fence was passed: the host waited */
     uint64_t stall_unmeasured;           /* swap-ins whose wait could not be timed */
     /* the plan (SN_POLICY), when one is followed */
-    const char *plan_policy;             /* NULL: none made (demand only) */
+    int has_plan;                        /* 0: none made (demand residency only) */
+    int plan_policy;                     /* SN_POLICY_* of the plan */
     double plan_predicted_ms;            /* the plan timeline's iteration time */
     uint64_t plan_prefetches, plan_prefetch_bytes;  /* planned copies in started */
     uint64_t plan_offloads, plan_offload_bytes;     /* planned copies out started */

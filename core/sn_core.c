@@ -1299,7 +1299,8 @@ static void sn_finish(int cuda_usable)
                 const sn_exec *ex = &sn_devs[dev].exec;
                 if (__atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
                     sn_lock_take(&sn_devs[dev].exec_lock);
-                    ms->plan_policy = sn_option_choice("SN_POLICY", ex->policy);
+                    ms->has_plan = 1;
+                    ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
                     ms->plan_iterations = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;

@@ -135,6 +135,33 @@ check "SN_PREDICTED_DEAD=0: nothing dropped on a prediction, more written back, 
      [ \"\$(m '$tmp/pd0.json' swap_out_bytes)\" -gt \"\$(m '$tmp/pd1.json' swap_out_bytes)\" ] &&
      diff -q '$tmp/pd.plain.learned' '$tmp/pd0.learned'"
 
+# Planned moves: with a plan (SN_POLICY=auto, the default) the executor
+# copies out after last uses and prefetches ahead of the next, so the
+# steady state beats demand residency (SN_POLICY=lru) at the same budget,
+# with the same results; the report says the plan was followed. The same
+# 16-iteration run as above (the profile and the plan take the first
+# iterations); the mean of the last four iterations' device time.
+steady() { awk '/^iter [0-9]+ loss/ { t[n++] = $6 } END { printf "%.3f", (t[n-1]+t[n-2]+t[n-3]+t[n-4]) / 4 }' "$1"; }
+args=(--iters 16 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
+for pol in lru auto; do
+    SN_POLICY=$pol SN_BUDGET=24M SN_REPORT="$tmp/pol$pol.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+        >"$tmp/pol$pol.out" 2>&1
+    learned "$tmp/pol$pol.out" >"$tmp/pol$pol.learned"
+done
+plan() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]; print(p and p[sys.argv[2]])' "$@"; }
+echo "# 24 MiB: lru $(steady "$tmp/pollru.out") ms per iteration, auto $(steady "$tmp/polauto.out") ms" \
+     "(predicted $(plan "$tmp/polauto.json" predicted_ms)); auto: $(plan "$tmp/polauto.json" prefetches) copies in," \
+     "$(plan "$tmp/polauto.json" offloads) out, $(plan "$tmp/polauto.json" drops) drops," \
+     "$(plan "$tmp/polauto.json" cancelled) kept, $(plan "$tmp/polauto.json" skipped) skipped"
+check "plan: SN_POLICY=lru follows none, auto is followed with copies both ways, both bit-identical" \
+    "[ \"\$(plan '$tmp/pollru.json' policy)\" = None ] && [ \"\$(plan '$tmp/polauto.json' policy)\" = auto ] &&
+     [ \"\$(plan '$tmp/polauto.json' iterations)\" -gt 0 ] && [ \"\$(plan '$tmp/polauto.json' prefetches)\" -gt 0 ] &&
+     [ \"\$(plan '$tmp/polauto.json' offloads)\" -gt 0 ] && [ \"\$(m '$tmp/polauto.json' dropped_reads)\" = 0 ] &&
+     diff -q '$tmp/pd.plain.learned' '$tmp/pollru.learned' && diff -q '$tmp/pd.plain.learned' '$tmp/polauto.learned'"
+check "plan: the steady state under auto is at least twice as fast as demand residency" \
+    "python3 -c 'import sys; sys.exit(not (2 * float(sys.argv[2]) < float(sys.argv[1])))' \
+        \"\$(steady '$tmp/pollru.out')\" \"\$(steady '$tmp/polauto.out')\""
+
 # Without VMM (SIMGPU_VMM=0) manage mode places every allocation in one
 # contiguous pool, GTBM-style, and moves nothing: bit-identical with the
 # default budget and at the high-water mark its report measured; the

@@ -145,6 +145,18 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             mib(s->largest_need), need);
     fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
             (unsigned long long)s->oom_allocs);
+    if (!s->has_plan) {
+        fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
+        return;
+    }
+    fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
+            sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+            s->plan_predicted_ms);
+    fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
+               "%llu kept (used again while leaving), %llu skipped\n",
+            (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
+            (unsigned long long)s->plan_offloads, mib(s->plan_offload_bytes), (unsigned long long)s->plan_drops,
+            (unsigned long long)s->plan_cancelled, (unsigned long long)s->plan_skipped);
 }
 
 static const char *source_name(int source)
@@ -395,7 +407,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
-               "\"predicted_drops\":%llu,\"dropped_reads\":%llu},",
+               "\"predicted_drops\":%llu,\"dropped_reads\":%llu,",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
@@ -412,6 +424,18 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
             (unsigned long long)s->dropped_reads);
+    if (s->has_plan)
+        fprintf(f, "\"plan\":{\"policy\":\"%s\",\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
+                   "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
+                   "\"cancelled\":%llu,\"skipped\":%llu}},",
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+                s->plan_predicted_ms,
+                (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
+                (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
+                (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
+                (unsigned long long)s->plan_skipped);
+    else
+        fprintf(f, "\"plan\":null},");
 }
 
 static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
