@@ -41,7 +41,9 @@ typedef struct sn_manage_stats {
     /* the plan (SN_POLICY), when one is followed */
     int has_plan;                        /* 0: none made (demand residency only) */
     int plan_policy;                     /* SN_POLICY_* of the plan */
-    double plan_predicted_ms;            /* the plan timeline's iteration time */
+    double plan_predicted_ms;            /* the plan timeline's iteration time, -1 not feasible as made */
+    const char *plan_why;                /* why not (a string constant), NULL when feasible */
+    int plan_bad_step;                   /* where not, -1 */
     uint64_t plan_prefetches, plan_prefetch_bytes;  /* planned copies in started */
     uint64_t plan_offloads, plan_offload_bytes;     /* planned copies out started */
     uint64_t plan_drops;                 /* planned drops (contents dead, nothing copied) */

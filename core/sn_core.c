@@ -1302,6 +1302,8 @@ static void sn_finish(int cuda_usable)
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
+                    ms->plan_why = ex->plan.predicted.feasible ? NULL : ex->plan.predicted.why;
+                    ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;
                     ms->plan_iterations = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;
                     sn_lock_give(&sn_devs[dev].exec_lock);

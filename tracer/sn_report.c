@@ -149,9 +149,15 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
         return;
     }
-    fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
-            sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
-            s->plan_predicted_ms);
+    if (s->plan_why)
+        fprintf(f, "  plan               %s, followed %llu iterations; not feasible as made (%s, step %d): "
+                   "demand residency makes up for it\n",
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+                s->plan_why, s->plan_bad_step);
+    else
+        fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+                s->plan_predicted_ms);
     fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
                "%llu kept (used again while leaving), %llu skipped\n",
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
@@ -427,13 +433,14 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
-                   "\"cancelled\":%llu,\"skipped\":%llu}},",
+                   "\"cancelled\":%llu,\"skipped\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
                 sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
                 s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
-                (unsigned long long)s->plan_skipped);
+                (unsigned long long)s->plan_skipped, s->plan_bad_step, s->plan_why ? "\"" : "",
+                s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "");
     else
         fprintf(f, "\"plan\":null},");
 }
