@@ -2,8 +2,9 @@
 # manage_bench.sh — what manage mode costs, in simulated time: the reference
 # trainer without libsn, under manage mode with an ample budget (nothing
 # should move: the goal is a ratio of at least 0.99), and under manage mode
-# at one half and one third of the run's peak as allocated (demand swapping
-# with LRU: every miss stalls; the planned policies will cut this). Compute
+# at one half and one third of the run's peak as allocated with no plan
+# (SN_POLICY=lru: demand swapping, every miss stalls; bench/policy_bench.sh
+# has the planned policies). Compute
 # is off (full-size networks on a simulated K40-class device; time and
 # memory are modelled, arithmetic is not done), granules are the GPU's
 # 2 MiB. Writes bench/results/manage.md.
@@ -56,7 +57,7 @@ for row in "${rows[@]}"; do
     cells=()
     for frac in 2 3; do
         b=$((peak / frac))
-        SN_BUDGET=$b SN_REPORT="$tmp/f$frac.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" \
+        SN_POLICY=lru SN_BUDGET=$b SN_REPORT="$tmp/f$frac.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" \
             >"$tmp/f$frac.out" 2>&1
         t=$(ms_of "$tmp/f$frac.out")
         if [ -n "$t" ]; then

@@ -14,6 +14,9 @@
 #                         (bench/calibrate.sh)
 #   gtbm.md               GTBM placement against best fit on the dynamic
 #                         style's allocation traces (bench/gtbm_bench.sh)
+#   libsn_overhead.md     instructions libsn adds per call (bench/sn_overhead.sh)
+#   manage.md             manage mode's cost and demand swapping (bench/manage_bench.sh)
+#   policies.md           the SN_POLICY policies side by side (bench/policy_bench.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 set -u
@@ -180,4 +183,9 @@ fi
 # Manage mode: cost with nothing to move, demand swapping below the peak.
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
     BUILD=$BUILD OUT=$OUT bench/manage_bench.sh >/dev/null && echo "wrote $OUT/manage.md"
+fi
+
+# Manage mode's policies side by side at half the peak (bench/policy_bench.sh).
+if [ -f "$PWD/$BUILD/libsn.so" ]; then
+    BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md"
 fi

@@ -41,12 +41,12 @@ $(BUILD)/tests/test_sn_registry: $(BUILD)/tests/test_sn_registry.o $(BUILD)/core
 TEST_BINS += $(BUILD)/tests/test_sn_registry
 TEST_SCRIPTS += tests/test_sn_trainer.sh
 
-$(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
+$(BUILD)/tests/test_sn_tracer: $(BUILD)/tests/test_sn_tracer.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o $(BUILD)/common/sn_options.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_tracer
 
-$(BUILD)/tests/test_sn_planmodel: $(BUILD)/tests/test_sn_planmodel.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
+$(BUILD)/tests/test_sn_planmodel: $(BUILD)/tests/test_sn_planmodel.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o $(BUILD)/common/sn_options.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_planmodel
@@ -57,7 +57,7 @@ $(BUILD)/tests/sn_peak_rss: $(BUILD)/tests/sn_peak_rss.o
 	$(CC) -o $@ $< $(LDFLAGS)
 ALL_TARGETS += $(BUILD)/tests/sn_peak_rss
 
-$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o
+$(BUILD)/tests/test_sn_output: $(BUILD)/tests/test_sn_output.o $(TRACER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/sn_log.o $(BUILD)/common/sn_options.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_output
