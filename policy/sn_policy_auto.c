@@ -246,6 +246,18 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
         }
         sn_pol_acts_free(&S);
     }
+    /* Moving nothing, when that fits and is predicted no slower: every move
+     * costs host time the timeline leaves out (mapping, unmapping, events),
+     * and a drop of dead contents saves nothing when memory is ample. */
+    sn_pol_acts none = {0};
+    sn_plan_timeline tl;
+    sn_pol_algo_framework(P, sa);
+    if (rc == 0 && sn_pol_eval(P, &none, sa, P->budget, &tl, NULL) == 0 && tl.feasible &&
+        tl.iter_ms <= own.iter_ms + 1e-9) {
+        sn_pol_acts_free(A);
+        *A = none;
+        memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
+    }
     free(sa);
     return rc;
 }
