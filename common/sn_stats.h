@@ -50,6 +50,7 @@ typedef struct sn_manage_stats {
     uint64_t plan_cancelled;             /* blocks used again while leaving: kept */
     uint64_t plan_skipped;               /* planned moves not possible then (in use, no room, not bound) */
     uint64_t plan_iterations;            /* iterations the plan was followed in */
+    uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
 } sn_manage_stats;
 
 #endif

@@ -979,7 +979,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
         if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             sn_core_plan_setup(c->dev);
-        else if (ps == 3 && pos >= 0)
+        else if (ps == 3)
             sn_core_plan_moves(c->dev, pos);
         if (sn_core_make_resident(c, t, &uses, pos) != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
@@ -1306,6 +1306,7 @@ static void sn_finish(int cuda_usable)
                     ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;
                     ms->plan_iterations = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;
+                    ms->plan_left = ex->left;
                     sn_lock_give(&sn_devs[dev].exec_lock);
                 }
             }

@@ -182,8 +182,22 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
                  size_t cap)
 {
     *nout = *nin = 0;
-    if (!ex->active || pos < 0)
+    if (!ex->active)
         return;
+    if (pos < 0) {
+        /* off the learned sequence: demand residency until it is back */
+        if (ex->started && !ex->off) {
+            ex->off = 1;
+            ex->left++;
+        }
+        return;
+    }
+    if (ex->off) {
+        /* back on it (at an iteration's first step): the moves resume
+         * from here, what was passed meanwhile is left to demand */
+        ex->off = 0;
+        ex->started = 0;
+    }
     pos = sn_exec_order(pos);
     if (!ex->started) {
         ex->started = 1;

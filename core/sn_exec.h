@@ -41,7 +41,9 @@ typedef struct sn_exec {
     void **block;        /* per plan tensor: its arena block, NULL when not bound */
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
-    int started;             /* a position has been seen */
+    int started;             /* a position has been seen (since the run came back) */
+    int off;                 /* the run is off the learned sequence */
+    uint64_t left;           /* times it left it (and came back, unless off) */
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
     uint64_t iterations, skipped_unbound;  /* skipped: not bound, or past what one call starts */
     double predicted_ms;

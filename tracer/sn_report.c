@@ -158,6 +158,10 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
                 sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
                 s->plan_predicted_ms);
+    if (s->plan_left)
+        fprintf(f, "  off the plan       %llu times the run left the learned sequence (demand residency only "
+                   "until it was back at an iteration's first step)\n",
+                (unsigned long long)s->plan_left);
     fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
                "%llu kept (used again while leaving), %llu skipped\n",
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
@@ -433,13 +437,14 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
-                   "\"cancelled\":%llu,\"skipped\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
+                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
                 sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
                 s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
-                (unsigned long long)s->plan_skipped, s->plan_bad_step, s->plan_why ? "\"" : "",
+                (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_bad_step,
+                s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "");
     else
         fprintf(f, "\"plan\":null},");
