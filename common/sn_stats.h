@@ -41,6 +41,7 @@ typedef struct sn_manage_stats {
     /* the plan (SN_POLICY), when one is followed */
     int has_plan;                        /* 0: none made (demand residency only) */
     int plan_policy;                     /* SN_POLICY_* of the plan */
+    int plan_liveness;                   /* a seed policy planned again with its framework's liveness */
     double plan_predicted_ms;            /* the plan timeline's iteration time, -1 not feasible as made */
     const char *plan_why;                /* why not (a string constant), NULL when feasible */
     int plan_bad_step;                   /* where not, -1 */

@@ -885,7 +885,9 @@ static void sn_core_plan_setup(int dev)
     uint64_t budget = st.budget - st.budget / 20;
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
-    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, budget) : -1;
+    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, budget,
+                                           st.granularity)
+                  : -1;
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
     if (rc != 0)
@@ -1302,6 +1304,7 @@ static void sn_finish(int cuda_usable)
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
+                    ms->plan_liveness = ex->plan.framework_liveness;
                     ms->plan_why = ex->plan.predicted.feasible ? NULL : ex->plan.predicted.why;
                     ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;
                     ms->plan_iterations = ex->iterations;

@@ -108,7 +108,32 @@ static int sn_exec_index(sn_exec *ex)
     return 0;
 }
 
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget)
+/*
+ * The plan is made with the memory the arena will really hold: a tensor of
+ * a granule or more takes whole granules, and smaller ones share granules
+ * with other small allocations, which only demand residency may move (a
+ * granule leaves when all it holds may): the plan keeps them in place. A
+ * plan that counted the bytes asked for would promise room the arena does
+ * not have, and demand evictions would make up the difference at the
+ * worst moments.
+ */
+static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule)
+{
+    if (!granule)
+        return;
+    for (int k = 0; k < pm->ntensors; k++) {
+        sn_plan_tensor *x = &ps->tensor[k];
+        if (x->pinned || !x->bytes)
+            continue;
+        if (x->bytes < granule)
+            x->pinned = 1;
+        else
+            x->bytes = (x->bytes + granule - 1) / granule * granule;
+    }
+}
+
+int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget,
+                  uint64_t granule)
 {
     memset(ex, 0, sizeof *ex);
     ex->policy = policy;
@@ -123,6 +148,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_model_free(&m);
         return -1;
     }
+    sn_exec_fit_to_arena(&ps, &pm, granule);
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
     ex->block = calloc((size_t)pm.ntensors + 1, sizeof *ex->block);

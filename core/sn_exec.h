@@ -54,8 +54,10 @@ typedef struct sn_exec {
  * device dev under budget bytes, and binds its tensors to the arena blocks
  * the registry knows. The caller holds the registry's and the device's
  * locks (the trace's log is read). Returns 0 with ex active, -1 when no plan
- * could be made (ex inactive: demand residency only). */
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget);
+ * could be made (ex inactive: demand residency only). granule: the arena's
+ * physical granule (0: sizes as asked). */
+int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget,
+                  uint64_t granule);
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
  * (drop[i]: contents dead) and to bring in, at most cap of each. The caller

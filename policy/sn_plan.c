@@ -62,6 +62,24 @@ static int model_ok(const sn_plan_model *m)
     return 1;
 }
 
+/* The seed systems that ran inside frameworks which free a tensor after
+ * its last use and planned only their own moves on top. */
+static int leaves_freeing_to_framework(int policy)
+{
+    return policy == SN_POLICY_VDNN_ALL || policy == SN_POLICY_VDNN_CONV || policy == SN_POLICY_VDNN_DYN ||
+           policy == SN_POLICY_MODNN || policy == SN_POLICY_POOCH || policy == SN_POLICY_DYMEM;
+}
+
+static int plan_once(const sn_pol *P, const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out);
+
+/*
+ * A program that keeps every buffer for the whole run (Caffe, Darknet)
+ * frees nothing, where the frameworks the seed systems were built in freed
+ * a tensor between its last read and its next overwrite. Those systems'
+ * plans are made as their papers describe first; when such a plan does
+ * not fit, it is made again with that liveness added, and the second is
+ * taken when it fits.
+ */
 int sn_plan_make(const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out)
 {
     if (!out)
@@ -72,20 +90,40 @@ int sn_plan_make(const sn_plan_model *m, int policy, uint64_t budget, sn_plan *o
     sn_pol P;
     if (sn_pol_init(&P, m, budget) < 0)
         return -1;
+    int rc = plan_once(&P, m, policy, budget, out);
+    if (rc == 0 && !out->predicted.feasible && leaves_freeing_to_framework(policy)) {
+        sn_plan live;
+        P.framework_liveness = 1;
+        if (plan_once(&P, m, policy, budget, &live) == 0) {
+            if (live.predicted.feasible) {
+                sn_plan_free(out);
+                *out = live;
+            } else {
+                sn_plan_free(&live);
+            }
+        }
+    }
+    sn_pol_fini(&P);
+    return rc;
+}
+
+static int plan_once(const sn_pol *P, const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out)
+{
+    memset(out, 0, sizeof *out);
     sn_pol_acts A = {0};
     int *algo = malloc((size_t)m->nsteps * sizeof *algo);
     int *cls = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *cls);
-    if (!algo || !cls || sn_policy_run(&P, policy, &A, algo) < 0)
+    if (!algo || !cls || sn_policy_run(P, policy, &A, algo) < 0)
         goto fail;
-    memcpy(cls, P.gtbm, (size_t)m->ntensors * sizeof *cls);
+    memcpy(cls, P->gtbm, (size_t)m->ntensors * sizeof *cls);
     out->policy = policy;
     out->budget = budget;
     out->nactions = A.n;
     out->actions = A.a;
     out->algo = algo;
     out->gtbm_class = cls;
+    out->framework_liveness = P->framework_liveness;
     A = (sn_pol_acts){0};
-    sn_pol_fini(&P);
     if (sn_plan_simulate(m, out, &out->predicted, NULL, NULL) < 0) {
         sn_plan_free(out);
         return -1;
@@ -95,7 +133,6 @@ fail:
     sn_pol_acts_free(&A);
     free(algo);
     free(cls);
-    sn_pol_fini(&P);
     memset(out, 0, sizeof *out);
     return -1;
 }

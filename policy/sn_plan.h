@@ -132,6 +132,8 @@ typedef struct sn_plan {
     sn_plan_action *actions; /* ordered by step; at one step prefetches before offloads/drops */
     int *algo;           /* per step: index in step[s].algo, -1 when nalgo is 0 */
     int *gtbm_class;     /* per tensor: enum sn_gtbm_class */
+    int framework_liveness; /* a seed policy planned again with the liveness drops
+                               its authors' frameworks made (sn_plan.c) */
     sn_plan_timeline predicted;
 } sn_plan;
 

@@ -33,6 +33,11 @@ typedef struct sn_pol {
     int *born_off, *born_t; /* bounded tensors by alloc_step, the same way */
     int *gone_off, *gone_t; /* bounded tensors by free_step */
     int *gtbm;          /* per tensor: enum sn_gtbm_class */
+    /* 1: the seed policies that leave freeing to the framework (vDNN,
+     * moDNN, PoocH, Dymem) add liveness drops first, as their frameworks
+     * freed a tensor between its last read and its next overwrite
+     * (sn_plan_make sets it when their plan as made does not fit) */
+    int framework_liveness;
 } sn_pol;
 
 int sn_pol_init(sn_pol *P, const sn_plan_model *m, uint64_t budget);

@@ -232,10 +232,17 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     if (!sa)
         return -1;
     int rc = 0;
-    for (size_t i = 0; i < sizeof seeds / sizeof *seeds && rc == 0; i++) {
+    /* each seed also with the liveness sn_plan_make may add to it */
+    sn_pol live = *P;
+    live.framework_liveness = 1;
+    for (size_t k = 0; k < 2 * (sizeof seeds / sizeof *seeds) && rc == 0; k++) {
+        const sn_pol *Q = k & 1 ? &live : P;
+        size_t i = k / 2;
+        if ((k & 1) && (seeds[i] == SN_POLICY_LRU || seeds[i] == SN_POLICY_SUPERNEURONS))
+            continue;
         sn_pol_acts S = {0};
         sn_plan_timeline tl;
-        if (sn_policy_run(P, seeds[i], &S, sa) < 0 || sn_pol_eval(P, &S, sa, P->budget, &tl, NULL) < 0) {
+        if (sn_policy_run(Q, seeds[i], &S, sa) < 0 || sn_pol_eval(P, &S, sa, P->budget, &tl, NULL) < 0) {
             rc = -1;
         } else if (tl.feasible && (!own.feasible || tl.iter_ms < own.iter_ms)) {
             sn_pol_acts_free(A);

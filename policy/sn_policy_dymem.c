@@ -10,6 +10,8 @@
 int sn_policy_dymem(const sn_pol *P, sn_pol_acts *A, int *algo)
 {
     sn_pol_algo_framework(P, algo);
+    if (P->framework_liveness && sn_pol_liveness(P, A) < 0)
+        return -1;
     for (int t = 0; t < P->nt; t++) {
         const sn_plan_tensor *x = &P->m->tensor[t];
         int lf, fb;

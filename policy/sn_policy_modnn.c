@@ -162,6 +162,8 @@ int sn_policy_modnn(const sn_pol *P, sn_pol_acts *A, int *algo)
 {
     for (int s = 0; s < P->ns; s++)
         algo[s] = sn_pol_algo_minws(P, s);
+    if (P->framework_liveness && (sn_pol_liveness(P, A) < 0 || sn_pol_normalize(P, A) < 0))
+        return -1;
     cand *c = malloc((size_t)(P->nt ? P->nt : 1) * sizeof *c);
     if (!c)
         return -1;

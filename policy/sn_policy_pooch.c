@@ -26,6 +26,8 @@ static int by_size(const void *pa, const void *pb)
 int sn_policy_pooch(const sn_pol *P, sn_pol_acts *A, int *algo)
 {
     sn_pol_algo_framework(P, algo);
+    if (P->framework_liveness && (sn_pol_liveness(P, A) < 0 || sn_pol_normalize(P, A) < 0))
+        return -1;
     fmap *f = malloc((size_t)(P->nt ? P->nt : 1) * sizeof *f);
     if (!f)
         return -1;

@@ -27,6 +27,8 @@ static int conv_input(const sn_pol *P, int t)
 /* The offloads and prefetches of vdnn-all or vdnn-conv, algorithms left. */
 static int vdnn_moves(const sn_pol *P, int conv_only, sn_pol_acts *A)
 {
+    if (P->framework_liveness && sn_pol_liveness(P, A) < 0)
+        return -1;
     for (int t = 0; t < P->nt; t++) {
         int lf, fb;
         if (!sn_pol_swappable(P, t, &lf, &fb) || (conv_only && !conv_input(P, t)))
@@ -90,6 +92,8 @@ int sn_policy_vdnn_dyn(const sn_pol *P, sn_pol_acts *A, int *algo)
     for (int s = 0; s < P->ns; s++)
         algo[s] = sn_pol_algo_fastest(P, s);
     sn_pol_acts_free(A);
+    if (P->framework_liveness && (sn_pol_liveness(P, A) < 0 || sn_pol_normalize(P, A) < 0))
+        goto out;
     if (sn_pol_eval(P, A, algo, P->budget, &tl, NULL) < 0)
         goto out;
     if (tl.feasible) {
@@ -97,6 +101,7 @@ int sn_policy_vdnn_dyn(const sn_pol *P, sn_pol_acts *A, int *algo)
         goto out;
     }
     /* (2) vdnn-conv, fastest algorithms given up layer by layer */
+    sn_pol_acts_free(A);
     if (vdnn_moves(P, 1, A) < 0)
         goto out;
     for (;;) {

@@ -155,9 +155,10 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                 sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
                 s->plan_why, s->plan_bad_step);
     else
-        fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
-                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
-                s->plan_predicted_ms);
+        fprintf(f, "  plan               %s%s, followed %llu iterations; predicted %.3f ms per iteration\n",
+                sn_option_choice("SN_POLICY", s->plan_policy),
+                s->plan_liveness ? " (with the liveness drops of its framework)" : "",
+                (unsigned long long)s->plan_iterations, s->plan_predicted_ms);
     if (s->plan_left)
         fprintf(f, "  off the plan       %llu times the run left the learned sequence (demand residency only "
                    "until it was back at an iteration's first step)\n",
@@ -435,11 +436,11 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
             (unsigned long long)s->dropped_reads);
     if (s->has_plan)
-        fprintf(f, "\"plan\":{\"policy\":\"%s\",\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
+        fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
                    "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
-                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
-                s->plan_predicted_ms,
+                sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
+                (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
