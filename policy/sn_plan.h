@@ -100,6 +100,11 @@ typedef struct sn_plan_model {
     double duplex;       /* both directions at once move duplex x one direction's
                             bandwidth in total (1.6 on measured hosts; 2: no contention) */
     double copy_ms;      /* fixed cost per copy (launch, event) */
+    /* host time with the device idle (the calls wait for it first) to take
+     * a tensor's memory away once it has left (unmapping) and to give it
+     * memory again when it comes back, by prefetch or a fresh write
+     * (mapping, access); 0: free */
+    double unmap_ms, map_ms;
 } sn_plan_model;
 
 enum sn_plan_op { SN_PLAN_PREFETCH, SN_PLAN_OFFLOAD, SN_PLAN_DROP };

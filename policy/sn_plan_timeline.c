@@ -22,6 +22,10 @@
  * reported, and it starts when the first one's last step ends, so a wait
  * before its first step (a wrapped prefetch arriving late) is part of it.
  *
+ * Memory given back and taken again costs host time with the device idle
+ * (unmap_ms when a tensor leaves, map_ms when it returns by a prefetch or a
+ * fresh write): the host clock moves on by it there, the copies going on.
+ *
  * Device memory counts the fixed bytes, resident tensors, prefetched ones
  * from issue, offloaded ones until their copy completes and the running
  * step's workspace; it only grows when the host issues a prefetch or a
@@ -82,7 +86,7 @@ int sn_plan_check(const sn_plan_model *m, const sn_plan *p)
 {
     if (!m || m->nsteps <= 0 || !m->step || m->ntensors < 0 || (m->ntensors > 0 && !m->tensor))
         return -1;
-    if (!tl_time_ok(m->copy_ms))
+    if (!tl_time_ok(m->copy_ms) || !tl_time_ok(m->unmap_ms) || !tl_time_ok(m->map_ms))
         return -1;
     for (int s = 0; s < m->nsteps; s++) {
         const sn_plan_step *st = &m->step[s];
@@ -484,6 +488,8 @@ static int tl_prefetch(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, "a prefetch exceeds the budget");
     x->mem += z->bytes;
     tl_note_peak(x, r, s);
+    if (z->bytes > 0 && tl_advance(x, x->now + x->m->map_ms) < 0)
+        return TL_ERR;
     int inst = r->it * x->p->nactions + k;
     if (z->bytes > 0 && tl_prefetch_copies(x, t, a->need)) {
         int dep = x->going[t];
@@ -511,6 +517,8 @@ static int tl_after(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, off ? "offloads a tensor that is not on the device"
                                    : "drops a tensor that is not on the device");
     x->state[t] = TL_OFF;
+    if (z->bytes > 0 && tl_advance(x, x->now + x->m->unmap_ms) < 0)
+        return TL_ERR;
     if (!off) {
         x->mem -= z->bytes;
         x->dropped[t] = 1;
@@ -557,6 +565,7 @@ static int tl_step(tl *x, tl_run *r, int s)
     const sn_plan_algo *alg = sn_plan_step_algo(m, p, s);
     uint64_t extra = sn_plan_extra_workspace(m, s, alg);
     uint64_t own = extra;
+    double remap = 0.0;
     for (int j = x->alloc.off[s]; j < x->alloc.off[s + 1]; j++) {
         int t = x->alloc.item[j];
         x->state[t] = TL_RES;
@@ -574,6 +583,8 @@ static int tl_step(tl *x, tl_run *r, int s)
                                                      : "reads a tensor that is not on the device");
             x->state[t] = TL_RES;
             own += m->tensor[t].bytes;
+            if (m->tensor[t].bytes > 0)
+                remap += m->map_ms;
         } else if (!fresh && x->dropped[t]) {
             return tl_bad(r, s, t, "reads dropped contents");
         }
@@ -587,6 +598,8 @@ static int tl_step(tl *x, tl_run *r, int s)
         return tl_bad(r, s, -1, "the step's own memory exceeds the budget");
     x->mem += own;
     tl_note_peak(x, r, s);
+    if (remap > 0.0 && tl_advance(x, x->now + remap) < 0)
+        return TL_ERR;
     if (r->it == 1) {
         if (r->step_start)
             r->step_start[s] = x->now - r->t0;

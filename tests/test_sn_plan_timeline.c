@@ -181,6 +181,50 @@ static void test_offload_hidden(void **state)
     mem_all(mem, (uint64_t[]){2 * MB, 3 * MB, 2 * MB, 2 * MB}, 4);
 }
 
+/* Remapping costs host time with the device idle. test_offload_hidden's
+ * plan with unmap_ms 0.25 and map_ms 0.5: step 0 ends at 2, A's unmap
+ * takes the host to 2.25 (its copy out running meanwhile, 2..4); step 1
+ * 2.25..4.25; the prefetch at step 2 maps first (4.25..4.75) and then
+ * copies 4.75..6.75 while step 2 runs 4.75..6.75; step 3 6.75..8.75: 0.75
+ * ms of stall. Dropped after step 0 and written whole at step 3 instead,
+ * A pays the unmap after 0 and the map at 3: the same 0.75. */
+static void test_remap_cost(void **state)
+{
+    (void)state;
+    sn_plan_step st[4];
+    steps(st, 4, (double[]){2, 2, 2, 2});
+    static const sn_plan_access a[] = {{0, WK}, {3, R}}, b[] = {{1, WK}};
+    sn_plan_tensor t[] = {T(2 * MB, 2, a), Tb(1 * MB, 1, 1, 1, b)};
+    sn_plan_model m = M(4, st, 2, t);
+    m.unmap_ms = 0.25;
+    m.map_ms = 0.5;
+    sn_plan_action act[] = {OFF(0, 0), PF(0, 2, 3)};
+    sn_plan p = P(NOLIMIT, NA(act), act);
+    double start[4];
+    sn_plan_timeline tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 8.75);
+    near(tl.compute_ms, 8);
+    near(tl.stall_ms, 0.75);
+    near_all(start, (double[]){0, 2.25, 4.75, 6.75}, 4);
+
+    static const sn_plan_access k[] = {{0, WK}, {1, R}, {3, WK}};
+    sn_plan_tensor tk[] = {T(2 * MB, 3, k)};
+    m = M(4, st, 1, tk);
+    m.unmap_ms = 0.25;
+    m.map_ms = 0.5;
+    sn_plan_action drop[] = {DROP(0, 1)};
+    p = P(NOLIMIT, NA(drop), drop);
+    tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 8.75);
+    near_all(start, (double[]){0, 2, 4.25, 6.75}, 4);
+    /* nothing moved, nothing paid */
+    p = P(NOLIMIT, 0, NULL);
+    tl = sim(&m, &p, NULL, NULL);
+    near(tl.iter_ms, 8);
+}
+
 /* The same A with a fixed copy cost of 0.5 ms. The offload after step 0
  * runs 2..4.5 (0.5 fixed, 2 moving). Prefetched at step 3 itself, A copies
  * 6..8.5 and step 3 starts at 8.5: 2.5 ms stall. Prefetched at step 2 (host
@@ -898,7 +942,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_actions),
-        cmocka_unit_test(test_offload_hidden),
+        cmocka_unit_test(test_offload_hidden), cmocka_unit_test(test_remap_cost),
         cmocka_unit_test(test_late_prefetch),
         cmocka_unit_test(test_fifo),
         cmocka_unit_test(test_duplex_contention),

@@ -36,6 +36,9 @@
  *    fixed cost, which the timeline adds again (copy_ms): a few percent
  *    slower than the link, which errs on the side of plans that stall
  *    less than predicted.
+ *  - Taking memory away and giving it back (unmap_ms, map_ms): published
+ *    per-mapping costs (sn_planmodel.h); the host's clock is not the
+ *    device's, so libsn cannot time its own calls against the steps.
  */
 #include "tracer/sn_planmodel.h"
 
@@ -293,6 +296,8 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
                                                             : SN_PLANMODEL_DEFAULT_GBPS;
     out->duplex = SN_PLANMODEL_DUPLEX;
     out->copy_ms = SN_PLANMODEL_COPY_MS;
+    out->unmap_ms = SN_PLANMODEL_UNMAP_MS;
+    out->map_ms = SN_PLANMODEL_MAP_MS;
     out->nsteps = n;
     out->step = st->step;
     out->ntensors = nt;

@@ -200,6 +200,9 @@ static void text_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
                "%.3f ms each\n",
             pm.h2d_gbps, source_name(ps.h2d_source), pm.d2h_gbps, source_name(ps.d2h_source), pm.duplex,
             pm.copy_ms);
+    fprintf(f, "  remapping      %.4f ms to unmap a tensor that left, %.4f ms to map one that returns "
+               "(host time, device idle)\n",
+            pm.unmap_ms, pm.map_ms);
     if (ps.untimed || ps.opaque)
         fprintf(f, "  unknown        %d steps not timed (0 ms), %d steps not seen through (every tensor "
                    "accessed)\n",
@@ -223,11 +226,11 @@ static void json_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
                "\"ms\":%.6f,\"untimed_steps\":%d,\"opaque_steps\":%d,\"tensors\":%d,\"pinned\":%d,"
                "\"unnamed\":%d,\"accesses\":%ld,\"fixed_bytes\":%llu,\"h2d_gbps\":%.6f,\"h2d_source\":\"%s\","
                "\"h2d_copies\":%d,\"d2h_gbps\":%.6f,\"d2h_source\":\"%s\",\"d2h_copies\":%d,\"duplex\":%.3f,"
-               "\"copy_ms\":%.6f}",
+               "\"copy_ms\":%.6f,\"unmap_ms\":%.6f,\"map_ms\":%.6f}",
             pm.nsteps, m->period, plan_convolutions(&pm), pm.backward_start, ms, ps.untimed, ps.opaque, pm.ntensors,
             ps.pinned, ps.unnamed, accesses, (unsigned long long)pm.fixed_bytes, pm.h2d_gbps,
             source_name(ps.h2d_source), ps.h2d_copies, pm.d2h_gbps, source_name(ps.d2h_source), ps.d2h_copies,
-            pm.duplex, pm.copy_ms);
+            pm.duplex, pm.copy_ms, pm.unmap_ms, pm.map_ms);
     sn_planmodel_free(&ps);
 }
 
