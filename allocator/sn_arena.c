@@ -2029,5 +2029,6 @@ void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
     sn_lock_take(&ar->lock);
     *out = ar->st;
     out->host_peak = ar->stage.peak;
+    out->resident_now = ar->resident_bytes;
     sn_lock_give(&ar->lock);
 }

@@ -8,6 +8,17 @@
 
 #include <stdint.h>
 
+/* One iteration followed under a plan, as measured (sn_exec.c). */
+typedef struct sn_plan_iter_stats {
+    uint64_t iteration;          /* the first whole one followed is 0 */
+    double ms;                   /* its device time on the stream that starts it, -1 not known */
+    double stall_ms;             /* streams waiting for copies in and the host for copies out */
+    uint64_t in_bytes, out_bytes; /* copied in and out (planned and on demand) */
+    uint64_t off_steps;          /* calls off the learned sequence */
+} sn_plan_iter_stats;
+
+enum { SN_PLAN_ITER_STATS = 32 };
+
 typedef struct sn_manage_stats {
     int active;                  /* manage mode ran on this device */
     int pool;                    /* as a contiguous pool (no VMM): nothing moves */
@@ -28,6 +39,7 @@ typedef struct sn_manage_stats {
     uint64_t dropped_reads;              /* reads of contents dropped as predicted dead: libsn errors */
     uint64_t fences, host_waits;         /* event fences built, host-side waits for swaps */
     uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
+    uint64_t resident_now;               /* bytes mapped when the stats were taken */
     uint64_t peak_physical;              /* most bytes of physical handles (mapped + cached) */
     uint64_t peak_allocated;             /* most bytes the framework had allocated at once */
     uint64_t rounding;                   /* bytes lost to granule rounding at the peak of allocation */
@@ -52,6 +64,14 @@ typedef struct sn_manage_stats {
     uint64_t plan_skipped;               /* planned moves not possible then (in use, no room, not bound) */
     uint64_t plan_iterations;            /* iterations the plan was followed in */
     uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
+    double plan_stall_ms;                /* the stall the plan timeline predicts per iteration */
+    int plan_niter;                      /* entries in plan_iter: the latest iterations, oldest first */
+    sn_plan_iter_stats plan_iter[SN_PLAN_ITER_STATS];
+    /* per step of the learned iteration (curve_len): memory the plan predicts
+     * and what was mapped when the step's call came in its latest followed
+     * iteration (seen_curve only with SN_PLOT); NULL without a plan */
+    const uint64_t *plan_curve, *seen_curve;
+    size_t curve_len;
 } sn_manage_stats;
 
 #endif

@@ -898,7 +898,7 @@ static void sn_core_plan_setup(int dev)
 
 /* The plan's moves due at a call at position pos, started (no core lock
  * held while the arena works). */
-static void sn_core_plan_moves(int dev, int64_t pos)
+static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
 {
     enum { CAP = 256 };
     void *out[CAP], *in[CAP];
@@ -907,10 +907,51 @@ static void sn_core_plan_moves(int dev, int64_t pos)
     sn_device *d = &sn_devs[dev];
     sn_lock_take(&d->exec_lock);
     sn_exec_due(&d->exec, pos, out, drop, &nout, in, &nin, CAP);
+    int start = sn_exec_claim_start(&d->exec);
+    int note = d->exec.seen_mem != NULL && pos >= 0;
+    cudaEvent_t ev_old = NULL, ev_last = NULL;
+    uint64_t timed = 0;
+    if (start) {
+        /* iteration k starts: the events at starts k-2 and k-1 time
+         * iteration k-2 (complete by now, or it is left unknown) */
+        ev_old = d->exec.ev_old;
+        ev_last = d->exec.ev_last;
+        d->exec.ev_old = d->exec.ev_last;
+        d->exec.ev_last = NULL;
+        timed = d->exec.boundaries >= 2 ? d->exec.boundaries - 2 : UINT64_MAX;
+        d->exec.boundaries++;
+    }
     sn_lock_give(&d->exec_lock);
     sn_arena *ar = sn_arena_of(dev);
     if (!ar)
         return;
+    if (start || note) {
+        /* once an iteration (or, for SN_PLOT, once a call): the arena's
+         * running totals, taken outside the executor's lock; the events
+         * with none held */
+        float ms = -1.0f;
+        if (ev_old && ev_last && sn_elapsed(ev_old, ev_last, &ms) != 0)
+            ms = -1.0f;
+        cudaEvent_t now = start ? (ev_old ? ev_old : sn_event_get(d)) : NULL;
+        if (now && sn_record(now, stream) != 0) {
+            sn_lock_take(&d->lock);
+            sn_event_put_locked(d, now);
+            sn_lock_give(&d->lock);
+            now = NULL;
+        }
+        sn_manage_stats st;
+        sn_arena_stats(ar, &st);
+        sn_lock_take(&d->exec_lock);
+        if (start) {
+            sn_exec_measure(&d->exec, st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes);
+            d->exec.ev_last = now;
+            if (timed != UINT64_MAX && ms >= 0)
+                sn_exec_iteration_ms(&d->exec, timed, ms);
+        }
+        if (note)
+            sn_exec_note_memory(&d->exec, pos, st.resident_now);
+        sn_lock_give(&d->exec_lock);
+    }
     int lib = sn_own_work_begin();
     sn_arena_reap(ar, 0);
     if (nout)
@@ -982,7 +1023,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             sn_core_plan_setup(c->dev);
         else if (ps == 3)
-            sn_core_plan_moves(c->dev, pos);
+            sn_core_plan_moves(c->dev, pos, c->stream);
         if (sn_core_make_resident(c, t, &uses, pos) != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
                 sn_lock_take(&d->lock);
@@ -1310,6 +1351,11 @@ static void sn_finish(int cuda_usable)
                     ms->plan_iterations = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;
                     ms->plan_left = ex->left;
+                    ms->plan_stall_ms = ex->plan.predicted.feasible ? ex->plan.predicted.stall_ms : -1;
+                    ms->plan_niter = sn_exec_history(ex, ms->plan_iter);
+                    ms->plan_curve = ex->plan_mem;
+                    ms->seen_curve = ex->seen_mem;
+                    ms->curve_len = ex->period;
                     sn_lock_give(&sn_devs[dev].exec_lock);
                 }
             }

@@ -132,6 +132,31 @@ static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint
     }
 }
 
+/* The plan's memory per step of the learned iteration (the most over the
+ * plan steps before it), and room for the measured curve when a plot is
+ * wanted. Without them the report and the plot only leave the curves out. */
+static void sn_exec_curves(sn_exec *ex, const sn_model *m, const sn_planmodel_store *ps, const sn_plan_model *pm)
+{
+    uint64_t *mem = malloc((size_t)pm->nsteps * sizeof *mem);
+    ex->period = m->period;
+    ex->plan_mem = calloc(m->period ? m->period : 1, sizeof *ex->plan_mem);
+    sn_plan_timeline tl;
+    if (!mem || !ex->plan_mem || !ex->plan.predicted.feasible ||
+        sn_plan_simulate(pm, &ex->plan, &tl, NULL, mem) != 0) {
+        free(ex->plan_mem);
+        ex->plan_mem = NULL;
+    } else {
+        for (int p = 0; p < pm->nsteps; p++) {
+            int k = ps->model_step[p];
+            if (k >= 0 && (size_t)k < m->period && mem[p] > ex->plan_mem[k])
+                ex->plan_mem[k] = mem[p];
+        }
+    }
+    free(mem);
+    if (sn_opt.plot.kind == SN_OUT_PATH)
+        ex->seen_mem = calloc(m->period ? m->period : 1, sizeof *ex->seen_mem);
+}
+
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget,
                   uint64_t granule)
 {
@@ -155,6 +180,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     if (ex->block && sn_plan_make(&pm, policy, budget, &ex->plan) == 0 && sn_exec_positions(ex, &m, &ps) == 0 &&
         sn_exec_index(ex) == 0) {
         sn_exec_bind(ex, &ps, &pm, reg, dev);
+        sn_exec_curves(ex, &m, &ps, &pm);
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
         rc = 0;
@@ -211,6 +237,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
     if (!ex->active)
         return;
     if (pos < 0) {
+        ex->off_steps++;
         /* off the learned sequence: demand residency until it is back */
         if (ex->started && !ex->off) {
             ex->off = 1;
@@ -252,8 +279,44 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         }
 }
 
+void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t out_bytes)
+{
+    if (ex->measured) {
+        sn_plan_iter_stats *h = &ex->hist[ex->nhist % SN_PLAN_ITER_STATS];
+        *h = (sn_plan_iter_stats){.iteration = ex->nhist,
+                                  .ms = -1,
+                                  .stall_ms = stall_ms - ex->last_stall,
+                                  .in_bytes = in_bytes - ex->last_in,
+                                  .out_bytes = out_bytes - ex->last_out,
+                                  .off_steps = ex->off_steps - ex->last_off};
+        ex->nhist++;
+    }
+    ex->measured = 1;
+    ex->last_stall = stall_ms;
+    ex->last_in = in_bytes;
+    ex->last_out = out_bytes;
+    ex->last_off = ex->off_steps;
+}
+
+void sn_exec_iteration_ms(sn_exec *ex, uint64_t iteration, double ms)
+{
+    sn_plan_iter_stats *h = &ex->hist[iteration % SN_PLAN_ITER_STATS];
+    if (iteration < ex->nhist && h->iteration == iteration)
+        h->ms = ms;
+}
+
+int sn_exec_history(const sn_exec *ex, sn_plan_iter_stats *out)
+{
+    uint64_t n = ex->nhist < SN_PLAN_ITER_STATS ? ex->nhist : SN_PLAN_ITER_STATS;
+    for (uint64_t i = 0; i < n; i++)
+        out[i] = ex->hist[(ex->nhist - n + i) % SN_PLAN_ITER_STATS];
+    return (int)n;
+}
+
 void sn_exec_free(sn_exec *ex)
 {
+    free(ex->plan_mem);
+    free(ex->seen_mem);
     sn_plan_free(&ex->plan);
     free(ex->pos);
     free(ex->act_off);

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/sn_stats.h"
 #include "core/sn_registry.h"
 #include "policy/sn_plan.h"
 #include "tracer/sn_trace.h"
@@ -48,6 +49,21 @@ typedef struct sn_exec {
     uint64_t iterations, skipped_unbound;  /* skipped: not bound, or past what one call starts */
     double predicted_ms;
     uint64_t plan_budget;
+    /* per iteration as measured: a ring of the latest, and the running
+     * totals the last one was measured from */
+    sn_plan_iter_stats hist[SN_PLAN_ITER_STATS];
+    uint64_t nhist;
+    uint64_t off_steps;      /* calls seen off the learned sequence, all told */
+    uint64_t seen_iterations; /* ex->iterations at the latest claim */
+    uint64_t boundaries;     /* iteration starts claimed (the first sets the baseline) */
+    void *ev_old, *ev_last;  /* events recorded at the two latest starts */
+    int measured;            /* the totals below are set */
+    double last_stall;
+    uint64_t last_in, last_out, last_off;
+    /* per step of the learned iteration (period): memory the plan predicts,
+     * and mapped memory when the step's call came (recorded on request) */
+    size_t period;
+    uint64_t *plan_mem, *seen_mem;
 } sn_exec;
 
 /* Makes the plan of the iteration trace t has learned (t following it) for
@@ -64,6 +80,36 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
  * serialises calls for one ex. */
 void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
                  size_t cap);
+
+/* Claims the iteration start the latest sn_exec_due reached, once: 1 when
+ * the caller is to measure it (sn_exec_measure), 0 otherwise. */
+static inline int sn_exec_claim_start(sn_exec *ex)
+{
+    if (!ex->active || ex->iterations == ex->seen_iterations)
+        return 0;
+    ex->seen_iterations = ex->iterations;
+    return 1;
+}
+
+/* Closes the iteration just ended with the device's running totals
+ * (stall ms, bytes copied in and out); the first call only sets the
+ * baseline. */
+void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t out_bytes);
+
+/* The device time of iteration `iteration` (between two starts' events),
+ * known one iteration later. */
+void sn_exec_iteration_ms(sn_exec *ex, uint64_t iteration, double ms);
+
+/* The measured iterations, oldest first, into out (SN_PLAN_ITER_STATS). */
+int sn_exec_history(const sn_exec *ex, sn_plan_iter_stats *out);
+
+/* Notes mapped memory at the call at position pos (>= 0), for the plot. */
+static inline void sn_exec_note_memory(sn_exec *ex, int64_t pos, uint64_t mapped)
+{
+    size_t k = (size_t)(pos / 2);
+    if (ex->seen_mem && pos >= 0 && k < ex->period)
+        ex->seen_mem[k] = mapped;
+}
 
 void sn_exec_free(sn_exec *ex);
 

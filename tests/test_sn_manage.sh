@@ -144,8 +144,8 @@ check "SN_PREDICTED_DEAD=0: nothing dropped on a prediction, more written back, 
 steady() { awk '/^iter [0-9]+ loss/ { t[n++] = $6 } END { printf "%.3f", (t[n-1]+t[n-2]+t[n-3]+t[n-4]) / 4 }' "$1"; }
 args=(--iters 16 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
 for pol in lru auto; do
-    SN_POLICY=$pol SN_BUDGET=24M SN_REPORT="$tmp/pol$pol.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
-        >"$tmp/pol$pol.out" 2>&1
+    SN_POLICY=$pol SN_BUDGET=24M SN_REPORT="$tmp/pol$pol.json" SN_PLOT="$tmp/pol$pol.svg" LD_PRELOAD="$SN_PRELOAD" \
+        "$trainer" "${args[@]}" >"$tmp/pol$pol.out" 2>&1
     learned "$tmp/pol$pol.out" >"$tmp/pol$pol.learned"
 done
 plan() { python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]; print(p and p[sys.argv[2]])' "$@"; }
@@ -158,6 +158,25 @@ check "plan: SN_POLICY=lru follows none, auto is followed with copies both ways,
      [ \"\$(plan '$tmp/polauto.json' iterations)\" -gt 0 ] && [ \"\$(plan '$tmp/polauto.json' prefetches)\" -gt 0 ] &&
      [ \"\$(plan '$tmp/polauto.json' offloads)\" -gt 0 ] && [ \"\$(m '$tmp/polauto.json' dropped_reads)\" = 0 ] &&
      diff -q '$tmp/pd.plain.learned' '$tmp/pollru.learned' && diff -q '$tmp/pd.plain.learned' '$tmp/polauto.learned'"
+# Per iteration under the plan the report gives the device time (events at
+# iteration starts), the swap stalls, the bytes moved and the calls off the
+# plan; the device times are the trainer's own. SN_PLOT adds the plan's
+# predicted memory and what was mapped to the plot.
+check "plan: per-iteration device time as the trainer measures it, stalls, bytes, off-plan calls" \
+    "python3 - '$tmp/polauto.json' '$tmp/polauto.out' <<'PY'
+import json, re, statistics, sys
+p = json.load(open(sys.argv[1]))['devices'][0]['manage']['plan']
+it = p['per_iteration']
+ms = [h['ms'] for h in it if h['ms'] >= 0]
+trainer = [float(x) for x in re.findall(r'^iter \\d+ loss \\S+ time (\\S+) ms', open(sys.argv[2]).read(), re.M)]
+ok = (len(it) >= 5 and len(ms) >= 4 and p['predicted_stall_ms'] >= 0 and
+      all(h['stall_ms'] >= 0 and h['off_plan_calls'] == 0 and h['in_bytes'] > 0 for h in it) and
+      abs(statistics.median(ms) - statistics.median(trainer[-8:])) < 0.03 * statistics.median(trainer[-8:]))
+sys.exit(not ok)
+PY"
+check "plan: SN_PLOT draws the plan's memory curve and the mapped one (auto), neither without a plan (lru)" \
+    "grep -q 'plan (auto), predicted' '$tmp/polauto.svg' && grep -q 'mapped under the plan' '$tmp/polauto.svg' &&
+     [ \$(grep -c '<polyline' '$tmp/polauto.svg') = 6 ] && ! grep -q 'mapped under the plan' '$tmp/pollru.svg'"
 check "plan: the steady state under auto is at least twice as fast as demand residency" \
     "python3 -c 'import sys; sys.exit(not (2 * float(sys.argv[2]) < float(sys.argv[1])))' \
         \"\$(steady '$tmp/pollru.out')\" \"\$(steady '$tmp/polauto.out')\""

@@ -428,7 +428,7 @@ static void test_model_small_network(void **state)
     assert_non_null(strstr(buf, "graph        0 forks, 1 joins"));
     free(buf);
     out = open_memstream(&buf, &len);
-    sn_plot_svg(out, &m);
+    sn_plot_svg(out, &m, NULL);
     fclose(out);
     assert_int_equal(strncmp(buf, "<?xml", 5), 0);
     assert_non_null(strstr(buf, "</svg>"));

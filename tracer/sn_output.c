@@ -123,7 +123,7 @@ static void sn_write_timeline(FILE *f, const sn_output_job *job)
 static void sn_write_plot(FILE *f, const sn_output_job *job)
 {
     if (job->plot_model >= 0) {
-        sn_plot_svg(f, &job->m[job->plot_model]);
+        sn_plot_svg(f, &job->m[job->plot_model], &job->t[job->plot_model]->manage);
         return;
     }
     char why[1024];

@@ -38,6 +38,6 @@ void sn_report_json(FILE *f, const sn_trace *const *t, const sn_model *m, int n,
  * Returns the number of duration ("X") events written. */
 long sn_timeline_json(FILE *f, const sn_trace *const *t, const sn_model *m, int n);
 /* SVG of memory per step of the representative iteration of m. */
-int sn_plot_svg(FILE *f, const sn_model *m);
+int sn_plot_svg(FILE *f, const sn_model *m, const sn_manage_stats *ms);
 
 #endif

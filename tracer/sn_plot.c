@@ -3,11 +3,15 @@
  * (SN_PLOT): as allocated, with liveness, with convolution outputs
  * offloaded, with all feature maps offloaded, and the lower bound and the
  * expected budget as horizontal lines; forward, backward and update are
- * shaded. Plain SVG 1.1, no scripts or external resources.
+ * shaded. Under manage mode with a plan, also the memory the plan predicted
+ * and the memory mapped when each step's call came in the latest iteration
+ * followed. Plain SVG 1.1, no scripts or external resources.
  */
 #include "tracer/sn_output.h"
 
 #include <math.h>
+
+#include "common/sn_options.h"
 
 #define W 960.0
 #define H 480.0
@@ -40,7 +44,18 @@ static void sn_curve(FILE *f, const sn_model *m, int which, double top, const ch
     fprintf(f, "\"/>\n");
 }
 
-int sn_plot_svg(FILE *f, const sn_model *m)
+/* A curve given per step (bytes), over the model's steps. */
+static void sn_curve_of(FILE *f, const sn_model *m, const uint64_t *v, double top, const char *color,
+                        const char *dash)
+{
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s%s%s points=\"", color,
+            dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    for (size_t s = 0; s < m->period; s++)
+        fprintf(f, "%s%.1f,%.1f", s ? " " : "", sn_x(m, (double)s), sn_y((double)v[s] / 1048576.0, top));
+    fprintf(f, "\"/>\n");
+}
+
+int sn_plot_svg(FILE *f, const sn_model *m, const sn_manage_stats *ms)
 {
     if (!m->found || m->period == 0)
         return -1;
@@ -104,6 +119,13 @@ int sn_plot_svg(FILE *f, const sn_model *m)
             L, sn_y(lb, top), W - R, sn_y(lb, top));
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"8 4\"/>\n",
             L, sn_y(bud, top), W - R, sn_y(bud, top));
+    /* the plan's curves only where they describe this iteration */
+    const uint64_t *planned = ms && ms->curve_len == m->period ? ms->plan_curve : NULL;
+    const uint64_t *seen = ms && ms->curve_len == m->period ? ms->seen_curve : NULL;
+    if (planned)
+        sn_curve_of(f, m, planned, top, "#9467bd", "5 2");
+    if (seen)
+        sn_curve_of(f, m, seen, top, "#ff7f0e", NULL);
     /* curves */
     static const char *const colors[] = {"#000000", "#1f77b4", "#2ca02c", "#d62728"};
     static const char *const dashes[] = {NULL, NULL, "6 3", "2 2"};
@@ -126,6 +148,20 @@ int sn_plot_svg(FILE *f, const sn_model *m)
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-dasharray=\"8 4\"/>\n",
             lx, ly, lx + 24, ly);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">budget %.0f MiB</text>\n", lx + 30, ly + 4, bud);
+    if (planned) {
+        ly += 20;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-width=\"2\" "
+                   "stroke-dasharray=\"5 2\"/>\n",
+                lx, ly, lx + 24, ly);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">plan (%s), predicted</text>\n", lx + 30, ly + 4,
+                sn_option_choice("SN_POLICY", ms->plan_policy));
+    }
+    if (seen) {
+        ly += 20;
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ff7f0e\" stroke-width=\"2\"/>\n",
+                lx, ly, lx + 24, ly);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">mapped under the plan</text>\n", lx + 30, ly + 4);
+    }
     fprintf(f, "</svg>\n");
     return 0;
 }

@@ -168,6 +168,24 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
             (unsigned long long)s->plan_offloads, mib(s->plan_offload_bytes), (unsigned long long)s->plan_drops,
             (unsigned long long)s->plan_cancelled, (unsigned long long)s->plan_skipped);
+    if (!s->plan_niter)
+        return;
+    if (s->plan_stall_ms >= 0)
+        fprintf(f, "  per iteration      planned %.3f ms, of which %.3f ms stalled; the latest %d iterations "
+                   "followed, as measured:\n",
+                s->plan_predicted_ms, s->plan_stall_ms, s->plan_niter);
+    else
+        fprintf(f, "  per iteration      the latest %d iterations followed, as measured:\n", s->plan_niter);
+    fprintf(f, "    %9s %12s %14s %10s %10s %14s\n", "iteration", "device ms", "swap stall ms", "in MiB",
+            "out MiB", "off-plan calls");
+    for (int i = 0; i < s->plan_niter; i++) {
+        const sn_plan_iter_stats *h = &s->plan_iter[i];
+        char ms[32] = "-";
+        if (h->ms >= 0)
+            snprintf(ms, sizeof ms, "%.3f", h->ms);
+        fprintf(f, "    %9llu %12s %14.3f %10.1f %10.1f %14llu\n", (unsigned long long)h->iteration, ms, h->stall_ms,
+                mib(h->in_bytes), mib(h->out_bytes), (unsigned long long)h->off_steps);
+    }
 }
 
 static const char *source_name(int source)
@@ -441,7 +459,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
-                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
+                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s,"
+                   "\"predicted_stall_ms\":%.6f,\"per_iteration\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
@@ -449,8 +468,17 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
                 (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
-                s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "");
-    else
+                s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms);
+    if (s->has_plan) {
+        for (int i = 0; i < s->plan_niter; i++) {
+            const sn_plan_iter_stats *h = &s->plan_iter[i];
+            fprintf(f, "%s{\"iteration\":%llu,\"ms\":%.6f,\"stall_ms\":%.6f,\"in_bytes\":%llu,\"out_bytes\":%llu,"
+                       "\"off_plan_calls\":%llu}",
+                    i ? "," : "", (unsigned long long)h->iteration, h->ms, h->stall_ms, (unsigned long long)h->in_bytes,
+                    (unsigned long long)h->out_bytes, (unsigned long long)h->off_steps);
+        }
+        fprintf(f, "]}},");
+    } else
         fprintf(f, "\"plan\":null},");
 }
 
