@@ -64,6 +64,7 @@ typedef struct sn_manage_stats {
     uint64_t plan_skipped;               /* planned moves not possible then (in use, no room, not bound) */
     uint64_t plan_iterations;            /* iterations the plan was followed in */
     uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
+    uint64_t plan_rebound;               /* allocations made anew each iteration, bound to the plan */
     double plan_stall_ms;                /* the stall the plan timeline predicts per iteration */
     int plan_niter;                      /* entries in plan_iter: the latest iterations, oldest first */
     sn_plan_iter_stats plan_iter[SN_PLAN_ITER_STATS];

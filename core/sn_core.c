@@ -496,6 +496,12 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
         if (scoped)
             sc->blocks[sc->n++] = sn_arena_alloc_block(rec);
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
+        if (owner == SN_OWNER_FRAMEWORK && dev >= 0 && dev < SN_MAX_DEVICES &&
+            __atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
+            sn_lock_take(&sn_devs[dev].exec_lock);
+            sn_exec_bind_alloc(&sn_devs[dev].exec, size, sn_arena_alloc_block(rec));
+            sn_lock_give(&sn_devs[dev].exec_lock);
+        }
         return SN_CORE_SERVED;
     }
     if (rc == SN_ARENA_PASS)
@@ -909,17 +915,21 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
     sn_exec_due(&d->exec, pos, out, drop, &nout, in, &nin, CAP);
     int start = sn_exec_claim_start(&d->exec);
     int note = d->exec.seen_mem != NULL && pos >= 0;
-    cudaEvent_t ev_old = NULL, ev_last = NULL;
-    uint64_t timed = 0;
+    enum { NEV = SN_PLAN_ITER_STATS + 1 };
+    cudaEvent_t ev_old = NULL, ev_last = NULL, reuse = NULL;
+    uint64_t timed = UINT64_MAX, b = 0;
     if (start) {
-        /* iteration k starts: the events at starts k-2 and k-1 time
-         * iteration k-2 (complete by now, or it is left unknown) */
-        ev_old = d->exec.ev_old;
-        ev_last = d->exec.ev_last;
-        d->exec.ev_old = d->exec.ev_last;
-        d->exec.ev_last = NULL;
-        timed = d->exec.boundaries >= 2 ? d->exec.boundaries - 2 : UINT64_MAX;
-        d->exec.boundaries++;
+        /* start k: the events at starts k-2 and k-1 time iteration k-2
+         * (when complete by now; else the report asks again at exit); the
+         * slot of start k - NEV, long forgotten, is reused */
+        b = d->exec.boundaries++;
+        if (b >= 2) {
+            ev_old = d->exec.start_ev[(b - 2) % NEV];
+            ev_last = d->exec.start_ev[(b - 1) % NEV];
+            timed = b - 2;
+        }
+        reuse = d->exec.start_ev[b % NEV];
+        d->exec.start_ev[b % NEV] = NULL;
     }
     sn_lock_give(&d->exec_lock);
     sn_arena *ar = sn_arena_of(dev);
@@ -932,7 +942,7 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
         float ms = -1.0f;
         if (ev_old && ev_last && sn_elapsed(ev_old, ev_last, &ms) != 0)
             ms = -1.0f;
-        cudaEvent_t now = start ? (ev_old ? ev_old : sn_event_get(d)) : NULL;
+        cudaEvent_t now = start ? (reuse ? reuse : sn_event_get(d)) : NULL;
         if (now && sn_record(now, stream) != 0) {
             sn_lock_take(&d->lock);
             sn_event_put_locked(d, now);
@@ -944,7 +954,7 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
         sn_lock_take(&d->exec_lock);
         if (start) {
             sn_exec_measure(&d->exec, st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes);
-            d->exec.ev_last = now;
+            d->exec.start_ev[b % NEV] = now;
             if (timed != UINT64_MAX && ms >= 0)
                 sn_exec_iteration_ms(&d->exec, timed, ms);
         }
@@ -1324,6 +1334,27 @@ static void sn_finish(int cuda_usable)
         sn_arena *ar = sn_arena_peek(dev);
         if (ar)
             sn_arena_harvest(ar, 1);
+        /* and the iterations whose time was not known yet when the next
+         * one started */
+        sn_device *d = &sn_devs[dev];
+        if (__atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE) != 3)
+            continue;
+        uint64_t it[SN_PLAN_ITER_STATS];
+        void *from[SN_PLAN_ITER_STATS], *to[SN_PLAN_ITER_STATS];
+        sn_lock_take(&d->exec_lock);
+        int k = sn_exec_untimed(&d->exec, it, from, to);
+        sn_lock_give(&d->exec_lock);
+        for (int i = 0; i < k; i++) {
+            float ms;
+            sn_witness_cuda("cudaEventSynchronize");
+            if (sync(to[i]) != cudaSuccess || sn_elapsed(from[i], to[i], &ms) != 0) {
+                sn_quiet(cudaErrorUnknown);
+                continue;
+            }
+            sn_lock_take(&d->exec_lock);
+            sn_exec_iteration_ms(&d->exec, it[i], ms);
+            sn_lock_give(&d->exec_lock);
+        }
     }
     /* Other threads may still be running: every device's log is held
      * still while the outputs are built (no CUDA call from here). */
@@ -1351,6 +1382,7 @@ static void sn_finish(int cuda_usable)
                     ms->plan_iterations = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;
                     ms->plan_left = ex->left;
+                    ms->plan_rebound = ex->rebound;
                     ms->plan_stall_ms = ex->plan.predicted.feasible ? ex->plan.predicted.stall_ms : -1;
                     ms->plan_niter = sn_exec_history(ex, ms->plan_iter);
                     ms->plan_curve = ex->plan_mem;

@@ -58,6 +58,60 @@ static void sn_exec_bind(sn_exec *ex, const sn_planmodel_store *ps, const sn_pla
     }
 }
 
+/* The tensors allocated anew each iteration, by the plan step their
+ * allocation precedes, in allocation (trace id) order: a counting sort. */
+static int sn_exec_births(sn_exec *ex, const sn_planmodel_store *ps, const sn_plan_model *pm)
+{
+    ex->born_off = calloc((size_t)ex->nsteps + 1, sizeof *ex->born_off);
+    ex->born_t = malloc(((size_t)pm->ntensors + 1) * sizeof *ex->born_t);
+    int *fill = malloc(((size_t)ex->nsteps + 1) * sizeof *fill);
+    if (!ex->born_off || !ex->born_t || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (int k = 0; k < pm->ntensors; k++) {
+        const sn_plan_tensor *x = &pm->tensor[k];
+        if (x->bounded && !x->pinned && x->alloc_step > 0)
+            ex->born_off[x->alloc_step + 1]++;
+    }
+    for (int s = 0; s < ex->nsteps; s++)
+        ex->born_off[s + 1] += ex->born_off[s];
+    memcpy(fill, ex->born_off, ((size_t)ex->nsteps + 1) * sizeof *fill);
+    /* tensors are in trace id order within the model's and within the
+     * unnamed ones; a stable insertion keeps each step's list by id */
+    for (int k = 0; k < pm->ntensors; k++) {
+        const sn_plan_tensor *x = &pm->tensor[k];
+        if (!x->bounded || x->pinned || x->alloc_step <= 0)
+            continue;
+        int s = x->alloc_step, j = fill[s]++;
+        while (j > ex->born_off[s] && ps->trace_tensor[ex->born_t[j - 1]] > ps->trace_tensor[k]) {
+            ex->born_t[j] = ex->born_t[j - 1];
+            j--;
+        }
+        ex->born_t[j] = k;
+    }
+    free(fill);
+    return 0;
+}
+
+void sn_exec_bind_alloc(sn_exec *ex, uint64_t size, void *block)
+{
+    if (!ex->active || ex->off || !ex->started || !ex->born_off || !block)
+        return;
+    int s = ex->next_pre;
+    if (s <= 0 || s >= ex->nsteps)
+        return;
+    int i = ex->born_off[s] + ex->born_seen++;
+    if (i >= ex->born_off[s + 1])
+        return;
+    int t = ex->born_t[i];
+    uint64_t bytes = ex->granule ? (size + ex->granule - 1) / ex->granule * ex->granule : size;
+    if (bytes != ex->plan_tensor_bytes[t])
+        return;
+    ex->block[t] = block;
+    ex->rebound++;
+}
+
 /* The tracer numbers step k 2k and a call before it 2k + 1, which comes
  * first: ordered, they are 4k and 4k - 1. */
 static int64_t sn_exec_order(int64_t pos)
@@ -181,6 +235,15 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_exec_index(ex) == 0) {
         sn_exec_bind(ex, &ps, &pm, reg, dev);
         sn_exec_curves(ex, &m, &ps, &pm);
+        ex->granule = granule;
+        ex->plan_tensor_bytes = malloc(((size_t)pm.ntensors + 1) * sizeof *ex->plan_tensor_bytes);
+        if (ex->plan_tensor_bytes && sn_exec_births(ex, &ps, &pm) == 0) {
+            for (int k = 0; k < pm.ntensors; k++)
+                ex->plan_tensor_bytes[k] = pm.tensor[k].bytes;
+        } else {
+            free(ex->born_off);
+            ex->born_off = NULL;
+        }
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
         rc = 0;
@@ -267,6 +330,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         ex->iterations++;
     }
     ex->last_pos = pos;
+    ex->born_seen = 0;
     int from = ex->next_off;
     while (ex->next_off < ex->nsteps && ex->pos[ex->next_off] < pos)
         ex->next_off++;
@@ -305,6 +369,24 @@ void sn_exec_iteration_ms(sn_exec *ex, uint64_t iteration, double ms)
         h->ms = ms;
 }
 
+int sn_exec_untimed(const sn_exec *ex, uint64_t *iteration, void **from, void **to)
+{
+    enum { NEV = SN_PLAN_ITER_STATS + 1 };
+    uint64_t n = ex->nhist < SN_PLAN_ITER_STATS ? ex->nhist : SN_PLAN_ITER_STATS;
+    int k = 0;
+    for (uint64_t j = ex->nhist - n; j < ex->nhist; j++) {
+        const sn_plan_iter_stats *h = &ex->hist[j % SN_PLAN_ITER_STATS];
+        void *a = ex->start_ev[j % NEV], *b = ex->start_ev[(j + 1) % NEV];
+        /* start j + 1 must have been recorded (it is the latest at most) */
+        if (h->ms >= 0 || !a || !b || j + 1 >= ex->boundaries)
+            continue;
+        iteration[k] = j;
+        from[k] = a;
+        to[k++] = b;
+    }
+    return k;
+}
+
 int sn_exec_history(const sn_exec *ex, sn_plan_iter_stats *out)
 {
     uint64_t n = ex->nhist < SN_PLAN_ITER_STATS ? ex->nhist : SN_PLAN_ITER_STATS;
@@ -317,6 +399,9 @@ void sn_exec_free(sn_exec *ex)
 {
     free(ex->plan_mem);
     free(ex->seen_mem);
+    free(ex->born_off);
+    free(ex->born_t);
+    free(ex->plan_tensor_bytes);
     sn_plan_free(&ex->plan);
     free(ex->pos);
     free(ex->act_off);

@@ -11,8 +11,12 @@
  * Binding: a plan names the model's tensors; at run time the executor needs
  * their arena blocks. Tensors allocated before the iteration (weights, a
  * Caffe-style net's every buffer) are found in the registry by their trace
- * id when the plan is made. Tensors allocated anew every iteration keep no
- * id across iterations and are left to demand residency.
+ * id when the plan is made. A tensor allocated anew every iteration is
+ * known by where its allocation comes in the learned sequence: the plan
+ * step it precedes and its rank among the allocations made just before
+ * that step (in the profiled iteration's order), its size confirming it;
+ * each iteration's allocation is bound as it is made. Off the sequence
+ * nothing is bound.
  *
  * Positions: the tracer numbers a call 2k (step k of the iteration) or
  * 2k + 1 (a transfer before step k); the plan's steps are calls in the same
@@ -40,6 +44,11 @@ typedef struct sn_exec {
     int *act_off;        /* actions of plan step s: act[act_off[s] .. act_off[s + 1]) */
     int *act;
     void **block;        /* per plan tensor: its arena block, NULL when not bound */
+    int *born_off, *born_t; /* per plan step: the tensors allocated anew just before it, in order */
+    int born_seen;       /* allocations since the latest call on the sequence */
+    uint64_t granule;
+    uint64_t rebound;    /* allocations bound to the plan as they were made */
+    uint64_t *plan_tensor_bytes; /* per plan tensor: its bytes as planned (granules) */
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
     int started;             /* a position has been seen (since the run came back) */
@@ -56,7 +65,9 @@ typedef struct sn_exec {
     uint64_t off_steps;      /* calls seen off the learned sequence, all told */
     uint64_t seen_iterations; /* ex->iterations at the latest claim */
     uint64_t boundaries;     /* iteration starts claimed (the first sets the baseline) */
-    void *ev_old, *ev_last;  /* events recorded at the two latest starts */
+    /* the event recorded at iteration start b, in slot b % (SN_PLAN_ITER_STATS
+     * + 1): iteration j runs from start j to start j + 1 */
+    void *start_ev[SN_PLAN_ITER_STATS + 1];
     int measured;            /* the totals below are set */
     double last_stall;
     uint64_t last_in, last_out, last_off;
@@ -81,6 +92,10 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
 void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
                  size_t cap);
 
+/* An allocation of size bytes (its arena block) was just made: binds it
+ * to the plan tensor it is in the learned sequence, if any. */
+void sn_exec_bind_alloc(sn_exec *ex, uint64_t size, void *block);
+
 /* Claims the iteration start the latest sn_exec_due reached, once: 1 when
  * the caller is to measure it (sn_exec_measure), 0 otherwise. */
 static inline int sn_exec_claim_start(sn_exec *ex)
@@ -99,6 +114,10 @@ void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t o
 /* The device time of iteration `iteration` (between two starts' events),
  * known one iteration later. */
 void sn_exec_iteration_ms(sn_exec *ex, uint64_t iteration, double ms);
+
+/* The iterations kept whose time is not known, with the events at their
+ * start and end (SN_PLAN_ITER_STATS at most); returns how many. */
+int sn_exec_untimed(const sn_exec *ex, uint64_t *iteration, void **from, void **to);
 
 /* The measured iterations, oldest first, into out (SN_PLAN_ITER_STATS). */
 int sn_exec_history(const sn_exec *ex, sn_plan_iter_stats *out);

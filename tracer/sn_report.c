@@ -163,6 +163,9 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  off the plan       %llu times the run left the learned sequence (demand residency only "
                    "until it was back at an iteration's first step)\n",
                 (unsigned long long)s->plan_left);
+    if (s->plan_rebound)
+        fprintf(f, "  bound as made      %llu allocations made anew each iteration, bound to the plan's tensors\n",
+                (unsigned long long)s->plan_rebound);
     fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
                "%llu kept (used again while leaving), %llu skipped\n",
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
@@ -460,7 +463,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
                    "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s,"
-                   "\"predicted_stall_ms\":%.6f,\"per_iteration\":[",
+                   "\"predicted_stall_ms\":%.6f,\"rebound\":%llu,\"per_iteration\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
@@ -468,7 +471,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
                 (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
-                s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms);
+                s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
+                (unsigned long long)s->plan_rebound);
     if (s->has_plan) {
         for (int i = 0; i < s->plan_niter; i++) {
             const sn_plan_iter_stats *h = &s->plan_iter[i];
