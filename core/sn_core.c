@@ -852,6 +852,19 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     sn_mib(ws, sizeof ws, need);
     sn_mib(bud, sizeof bud, st.budget);
     const char *what = c->op >= 0 && c->op < SN_OP_COUNT ? sn_op_names[c->op] : "a call";
+    if (need && need <= st.budget && st.host_peak + need >= st.host_limit) {
+        /* it would fit: what had to leave to make room had nowhere to go */
+        char lim[32], used[32];
+        sn_mib(lim, sizeof lim, st.host_limit);
+        sn_mib(used, sizeof used, st.host_peak);
+        sn_warn("out of memory: device %d: %s needs %s resident at once, which fits SN_BUDGET (%s), but making "
+                "room needs pinned host memory for what leaves and SN_HOST_LIMIT (%s) is used up (%s at most); "
+                "a larger SN_HOST_LIMIT (or SN_BUDGET) would run it",
+                c->dev, what, ws, bud, lim, used);
+        if (sn_hook_lib(c->hook) == SN_LIB_CUDART)
+            sn_core_runtime_nomem();
+        return SN_CORE_NOMEM;
+    }
     sn_warn("out of memory: device %d: %s%s needs %s resident at once (the memory it touches and the "
             "libraries' own), more than SN_BUDGET (%s) can hold; SN_BUDGET=%lluM or more would run it",
             c->dev, what, all ? " (which libsn cannot see through, so it needs everything)" : "", ws, bud,
