@@ -17,6 +17,9 @@
 #   libsn_overhead.md     instructions libsn adds per call (bench/sn_overhead.sh)
 #   manage.md             manage mode's cost and demand swapping (bench/manage_bench.sh)
 #   policies.md           the SN_POLICY policies side by side (bench/policy_bench.sh)
+#   policies_12gb.md      networks larger than a 12 GB GPU under every policy, against
+#                         unlimited memory; largest batch, deepest ResNet
+#                         (bench/policy_fullsize.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 set -u
@@ -188,4 +191,5 @@ fi
 # Manage mode's policies side by side at half the peak (bench/policy_bench.sh).
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
     BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md"
+    BUILD=$BUILD OUT=$OUT bench/policy_fullsize.sh >/dev/null && echo "wrote $OUT/policies_12gb.md"
 fi
