@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "common/sn_options.h"
+
 /* ---- caches ----------------------------------------------------------------- */
 
 static uint64_t sn_generation = 1;
@@ -278,6 +280,9 @@ uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
     cudnnDataType_t type = CUDNN_DATA_FLOAT;
     cudnnMathType_t mt = CUDNN_DEFAULT_MATH;
+    /* only a plan that chooses algorithms needs it */
+    if (sn_opt.mode != SN_MODE_MANAGE || sn_opt.workspace == SN_WORKSPACE_KEEP || sn_opt.policy == SN_POLICY_LRU)
+        return 0;
     if (!conv || !get || (c->flags & SN_CALL_OPAQUE) ||
         get(conv, MAXD, &nd, pad, stride, dil, &mode, &type) != CUDNN_STATUS_SUCCESS || nd <= 0 || nd > MAXD)
         return 0;

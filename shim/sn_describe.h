@@ -39,7 +39,8 @@ int sn_dnn_scale_nonzero(const void *scale, cudnnDataType_t type);
  * tensors' shapes and layouts are in c): c's operation with those and the
  * convolution descriptor's padding, strides, dilation, mode, compute type,
  * group count and math type, what the library's algorithms depend on; 0
- * when the descriptor cannot be read. */
+ * when the descriptor cannot be read, or when no plan chooses algorithms
+ * (not manage mode, SN_WORKSPACE=keep, SN_POLICY=lru). */
 uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv);
 
 /* cuBLAS: 1 if *beta may be non-zero (device pointer mode counts as yes). */

@@ -204,10 +204,12 @@ static void text_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
         return;
     fprintf(f, "\nplan model (what a policy plans with: one step per call of the iteration)\n");
     int other = pm.nsteps - (int)m->period;
-    fprintf(f, "  steps          %d: %zu compute steps, %d other call%s; %d convolutions (%d with a choice of "
-               "algorithm, %zu configurations measured); backward from step %d\n",
-            pm.nsteps, m->period, other, other == 1 ? "" : "s", plan_convolutions(&pm), ps.options, t->nconf,
-            pm.backward_start);
+    char algos[96] = "";
+    if (t->nconf)
+        snprintf(algos, sizeof algos, " (%d with a choice of algorithm, %zu configurations measured)", ps.options,
+                 t->nconf);
+    fprintf(f, "  steps          %d: %zu compute steps, %d other call%s; %d convolutions%s; backward from step %d\n",
+            pm.nsteps, m->period, other, other == 1 ? "" : "s", plan_convolutions(&pm), algos, pm.backward_start);
     fprintf(f, "  tensors        %d: %d pinned, %d named by no call; library memory %.3f MiB\n", pm.ntensors,
             ps.pinned, ps.unnamed, mib(pm.fixed_bytes));
     fprintf(f, "  copies         to the device %.2f GB/s (%s), to the host %.2f GB/s (%s); both ways %.1fx; "
