@@ -237,7 +237,8 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_exec_restrict(&pm, &ps, workspace, fw_ms);
     int made = fw_ms && sn_plan_make(&pm, policy, budget, &ex->plan) == 0;
     int options = ps.options;
-    if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO && ps.options > 0) {
+    if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
+        (ps.options > 0 || ps.virtual_ws > 0)) {
         /* auto's own safety net for the algorithms: the best plan that
          * keeps the framework's algorithms and buffers (as keep runs),
          * followed instead when it is predicted better */
