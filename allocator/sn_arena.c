@@ -70,6 +70,8 @@ typedef struct sn_block {
     unsigned leaving : 1;    /* a planned offload or drop is under way: still mapped until leave_ev */
     unsigned host_pending : 1; /* host_valid, but the copy making it so may still be running */
     unsigned plan_drop : 1;  /* leaving without a copy: the plan says its contents are dead */
+    unsigned scratch : 1;    /* libsn's own scratch (sn_arena_scratch): contents never kept */
+    unsigned search : 1;     /* ... held for an algorithm search */
     cudaEvent_t leave_ev;    /* leaving: recorded on the copy stream after its copy (or fence) */
     unsigned cls : 1;        /* shared blocks: 0 early (long-lived), 1 per iteration */
     sn_predict pred;         /* whether its contents die after its latest use */
@@ -157,6 +159,13 @@ struct sn_arena {
     size_t npending;
     int waiters;
     sn_stage stage;
+    /* libsn's own scratch, one block per stream (sn_arena_scratch) */
+    struct {
+        void *stream;
+        sn_block *b;
+        int search;           /* held for an algorithm search, not a run */
+    } scratch[SN_ARENA_MAX_STREAMS];
+    uint64_t scratch_bytes;   /* held for runs */
     sn_manage_stats st;
 };
 
@@ -1294,8 +1303,9 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         t->nblocks = 0;
         int oom = 0;
         if (all) {
+            /* libsn's scratch is no framework call's to touch */
             for (size_t i = 0; i < ar->nblocks && !oom; i++)
-                if (!ar->blocks[i]->is_free)
+                if (!ar->blocks[i]->is_free && !ar->blocks[i]->scratch)
                     oom = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, &t->blocks, &t->nblocks, &cap, t);
         }
         for (size_t i = 0; i < nuses && !oom; i++) {
@@ -1340,7 +1350,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
              * pinned block cannot leave, so dirty before the write is safe */
             if (b->leaving)
                 sn_cancel_leave_locked(ar, b);
-            if (b->call_mode & SN_WRITE)
+            if ((b->call_mode & SN_WRITE) && !b->scratch)
                 b->dirty = 1;
             sn_learn_locked(ar, b, pos);
             if (!b->library)
@@ -1348,7 +1358,9 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             if (!b->resident)
                 missing += b->size;
         }
-        if (ws > ar->st.largest_need)
+        /* an algorithm search's scratch is no call's working set */
+        int search = nuses == 1 && !all && !lib_key && ((sn_block *)uses[0].block)->search;
+        if (ws > ar->st.largest_need && !search)
             ar->st.largest_need = ws;
         *need = ws;
         if (!missing) {
@@ -1723,6 +1735,161 @@ void sn_arena_free(sn_arena_alloc *a)
     }
     sn_lock_give(&ar->lock);
     free(a);
+}
+
+/* ---- libsn's own scratch ------------------------------------------------------------------ */
+
+static int sn_scratch_slot_locked(sn_arena *ar, void *stream, int create)
+{
+    int empty = -1;
+    for (int i = 0; i < SN_ARENA_MAX_STREAMS; i++) {
+        if (ar->scratch[i].b && ar->scratch[i].stream == stream)
+            return i;
+        if (!ar->scratch[i].b && empty < 0)
+            empty = i;
+    }
+    return create ? empty : -1;
+}
+
+/* Takes the stream's block out of its slot; the caller waits for the
+ * stream (no lock held) and then frees it with sn_scratch_free. */
+static sn_block *sn_scratch_take_locked(sn_arena *ar, int slot)
+{
+    sn_block *b = ar->scratch[slot].b;
+    if (b && !ar->scratch[slot].search)
+        ar->scratch_bytes -= b->size;
+    ar->scratch[slot].b = NULL;
+    ar->scratch[slot].stream = NULL;
+    ar->scratch[slot].search = 0;
+    return b;
+}
+
+/* The stream that last used b has been waited for: nothing in flight can
+ * touch it, and the next allocation of its size may have it. */
+static void sn_scratch_free(sn_arena *ar, void *stream, sn_block *b)
+{
+    if (!b)
+        return;
+    sn_witness_cuda("cudaStreamSynchronize");
+    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)stream));
+    sn_lock_take(&ar->lock);
+    while (b->busy || b->pins) {
+        ar->waiters++;
+        pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+        ar->waiters--;
+    }
+    b->scratch = 0;
+    b->search = 0;
+    sn_block_to_free_locked(ar, b);
+    sn_lock_give(&ar->lock);
+}
+
+void *sn_arena_scratch(sn_arena *ar, void *stream, uint64_t bytes, int search, uintptr_t *addr)
+{
+    if (!ar || ar->pool || !bytes)
+        return NULL;
+    uint64_t bsize = sn_round_up(bytes, ar->gran);
+    sn_block *old = NULL, *b = NULL;
+    sn_lock_take(&ar->lock);
+    int slot = sn_scratch_slot_locked(ar, stream, 1);
+    if (slot < 0 || bsize > ar->budget) {
+        sn_lock_give(&ar->lock);
+        return NULL;
+    }
+    sn_block *have = ar->scratch[slot].b;
+    if (have && have->size >= bsize) {
+        if (!search && ar->scratch[slot].search) {
+            /* a search's block serves a run from now on */
+            ar->scratch[slot].search = 0;
+            have->search = 0;
+            ar->scratch_bytes += have->size;
+        }
+        *addr = have->va;
+        sn_lock_give(&ar->lock);
+        return have;
+    }
+    if (have && (have->busy || have->pins)) {
+        /* in use by a call of another thread on the same stream */
+        sn_lock_give(&ar->lock);
+        return NULL;
+    }
+    old = have ? sn_scratch_take_locked(ar, slot) : NULL;
+    for (int attempt = 0; attempt < 2 && !b; attempt++) {
+        b = sn_block_reuse_locked(ar, bsize);
+        if (!b)
+            b = sn_block_new_locked(ar, bsize);
+        if (!b && attempt == 0) {
+            sn_lock_give(&ar->lock);
+            CUdeviceptr p = 0;
+            uint64_t chunk = ar->va_chunk > bsize ? ar->va_chunk : bsize;
+            sn_witness_cuda("cuMemAddressReserve");
+            CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
+            sn_lock_take(&ar->lock);
+            if (rc == CUDA_SUCCESS) {
+                ar->va_cur = (uintptr_t)p;
+                ar->va_end = (uintptr_t)p + chunk;
+            }
+        }
+    }
+    if (b) {
+        /* the slot may have been taken meanwhile (the lock was let go) */
+        slot = sn_scratch_slot_locked(ar, stream, 1);
+        if (slot < 0 || ar->scratch[slot].b) {
+            sn_block_to_free_locked(ar, b);
+            b = NULL;
+        }
+    }
+    if (b) {
+        b->shared = 0;
+        b->cls = 1;
+        b->library = 0;
+        b->lib_key = NULL;
+        b->scratch = 1;
+        b->search = (unsigned)search;
+        b->nlive = 1;
+        ar->scratch[slot].stream = stream;
+        ar->scratch[slot].b = b;
+        ar->scratch[slot].search = search;
+        if (search) {
+            if (b->size > ar->st.search_peak)
+                ar->st.search_peak = b->size;
+        } else {
+            ar->scratch_bytes += b->size;
+            if (ar->scratch_bytes > ar->st.scratch_peak)
+                ar->st.scratch_peak = ar->scratch_bytes;
+        }
+        *addr = b->va;
+    }
+    sn_lock_give(&ar->lock);
+    sn_scratch_free(ar, stream, old);
+    return b;
+}
+
+void sn_arena_scratch_drop(sn_arena *ar, void *stream)
+{
+    if (!ar || ar->pool)
+        return;
+    sn_lock_take(&ar->lock);
+    int slot = sn_scratch_slot_locked(ar, stream, 0);
+    sn_block *b = slot >= 0 ? sn_scratch_take_locked(ar, slot) : NULL;
+    sn_lock_give(&ar->lock);
+    sn_scratch_free(ar, stream, b);
+}
+
+uint64_t sn_arena_room(sn_arena *ar)
+{
+    if (!ar || ar->pool)
+        return 0;
+    sn_lock_take(&ar->lock);
+    uint64_t used = 0;
+    for (size_t i = 0; i < ar->nblocks; i++) {
+        const sn_block *b = ar->blocks[i];
+        if (b->resident && !b->is_free)
+            used += b->size;
+    }
+    uint64_t room = ar->budget > used ? ar->budget - used : 0;
+    sn_lock_give(&ar->lock);
+    return room;
 }
 
 void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes)

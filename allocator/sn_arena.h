@@ -133,6 +133,26 @@ void sn_arena_stats(sn_arena *ar, sn_manage_stats *out);
  * cannot be made to wait on this arena's events. */
 void sn_arena_wait_copies(sn_arena *ar);
 
+/* Scratch device memory of libsn's own for work it adds on stream: the
+ * workspace of a convolution whose planned algorithm needs more than the
+ * framework's buffer, or the operands and workspace of an algorithm
+ * search (search = 1; sn_arena_scratch_drop gives it back after). One
+ * block per stream, of at least bytes (whole granules), whose contents are
+ * never kept: never copied in or out, left out of the calls libsn cannot
+ * see through, and evicted like any other block between its uses (first,
+ * as it is the least recently used). A call makes it resident with a use
+ * of mode SN_OVERWRITE in sn_arena_acquire; only the stream's own work
+ * touches it, so stream order keeps its uses apart. A block too small is
+ * replaced: the host waits for the stream before the old one may serve
+ * anything else. Returns the block with *addr its address, or NULL (more
+ * than the budget, no VMM, every slot taken by other streams, or the
+ * stream's block in use by another thread's call). */
+void *sn_arena_scratch(sn_arena *ar, void *stream, uint64_t bytes, int search, uintptr_t *addr);
+void sn_arena_scratch_drop(sn_arena *ar, void *stream);
+/* What the budget has left beside the blocks of live allocations mapped
+ * now (cached handles and mapped free blocks count as room). */
+uint64_t sn_arena_room(sn_arena *ar);
+
 /* Planned moves (the plan executor, core/sn_exec.c). None waits for the
  * device; each skips (and counts) a block it cannot move now: in use by a
  * call, moved by another thread, shared by small allocations, the

@@ -64,6 +64,8 @@ typedef struct sn_call {
     uint64_t shape_hash;     /* hash of the shapes, built by sn_call_shape */
     int algo;                /* convolution algorithm, -1 if none */
     uint64_t workspace;      /* workspace bytes given to the call */
+    uint64_t conf;           /* convolution configuration (direction, descriptors), 0 if none:
+                                what the algorithms measured for it are cached under */
     double flops;            /* arithmetic, when known (for reports) */
     void *lib_handle;        /* the cuDNN or cuBLAS handle the call is on, NULL if none */
 } sn_call;
@@ -89,6 +91,7 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->shape_hash = 0;
     c->algo = -1;
     c->workspace = 0;
+    c->conf = 0;
     c->flops = 0;
     c->lib_handle = NULL;
 }

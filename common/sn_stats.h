@@ -50,6 +50,12 @@ typedef struct sn_manage_stats {
     double stall_in_ms;                  /* time consumers' streams waited for swap-ins (device clock) */
     double stall_out_ms;                 /* time copies out took once their fence was passed: the host waited */
     uint64_t stall_unmeasured;           /* swap-ins whose wait could not be timed */
+    /* convolution algorithms (SN_WORKSPACE) */
+    int workspace;                       /* SN_WORKSPACE_* in effect */
+    uint64_t scratch_peak;               /* most bytes of libsn's scratch held at once for planned algorithms */
+    uint64_t search_peak;                /* largest scratch an algorithm search took (operands and workspace) */
+    uint64_t algo_searches;              /* configurations whose algorithms were measured */
+    uint64_t algo_search_failed;         /* searches that measured nothing (no room, the library refused) */
     /* the plan (SN_POLICY), when one is followed */
     int has_plan;                        /* 0: none made (demand residency only) */
     int plan_policy;                     /* SN_POLICY_* of the plan */
@@ -73,6 +79,14 @@ typedef struct sn_manage_stats {
      * iteration (seen_curve only with SN_PLOT); NULL without a plan */
     const uint64_t *plan_curve, *seen_curve;
     size_t curve_len;
+    int plan_algo_steps;                 /* convolution steps with a choice of algorithm */
+    int plan_algo_up, plan_algo_down;    /* of those, planned faster / slower (smaller workspace) than
+                                            the framework's */
+    int plan_algo_framework;             /* auto: the plan keeping every framework algorithm was
+                                            predicted better and is followed */
+    uint64_t plan_algo_calls;            /* calls run with the plan's algorithm instead of the framework's */
+    uint64_t plan_algo_scratch_calls;    /* of those, with workspace from libsn's scratch */
+    uint64_t plan_algo_kept;             /* calls left with the framework's algorithm (no scratch then) */
 } sn_manage_stats;
 
 #endif

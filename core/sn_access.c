@@ -23,13 +23,17 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
             if (uses)
                 uses->all = 1;
         }
+        size_t first = uses ? uses->n : 0;
         for (size_t j = 0; j < n; j++) {
             sn_alloc *a = hit[j];
             if (uses && a->managed) {
                 unsigned m = r->mode & (SN_READ | SN_WRITE);
+                int whole = r->addr <= a->base && r->addr + r->bytes >= a->base + a->size;
                 if (r->mode & SN_SCRATCH)
-                    m |= SN_WRITE;
-                if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
+                    /* a workspace's contents mean nothing before the call:
+                     * all of one allocation needs no copy in */
+                    m = whole ? SN_WRITE | SN_OVERWRITE : m | SN_WRITE;
+                if ((r->mode & SN_OVERWRITE) && whole)
                     m |= SN_OVERWRITE;
                 if (a->dev == c->dev) {
                     if (uses->n == uses->cap)
@@ -73,6 +77,10 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
                     m &= (uint8_t)~SN_ACC_KILL;
                 acc[k].mode = m;
             }
+        }
+        if (uses && (r->mode & SN_SCRATCH)) {
+            uses->ws_lo = first;
+            uses->ws_hi = uses->n;
         }
     }
     return res;

@@ -44,6 +44,10 @@ typedef struct sn_access_uses {
     int peer_dev, peer_all, more_devices;
     sn_arena_use *peer;
     size_t cap_peer, npeer;
+    /* use[ws_lo, ws_hi): the blocks of the call's workspace (its range of
+     * mode SN_SCRATCH), which a convolution run with another algorithm and
+     * libsn's workspace does not touch */
+    size_t ws_lo, ws_hi;
 } sn_access_uses;
 
 /* Resolves c's ranges into acc[0..cap). The tracer's id of an allocation is

@@ -68,6 +68,7 @@ typedef struct sn_device {
     /* manage mode's plan: 0 none yet, 1 to be made, 2 being made, 3 followed,
      * -1 none (demand residency only); exec under exec_lock */
     int plan_state;
+    uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
     sn_lock exec_lock;
     sn_exec exec;
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
@@ -818,7 +819,7 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
     return rc == SN_ARENA_OK ? 0 : -1;
 }
 
-static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos)
+static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos, int quiet)
 {
     sn_arena *ar = sn_arena_of(c->dev);
     if (!ar)
@@ -846,6 +847,8 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     }
     if (rc == SN_ARENA_OK)
         return 0;
+    if (quiet)
+        return SN_CORE_NOMEM;
     sn_manage_stats st;
     sn_arena_stats(ar, &st);
     char ws[32], bud[32];
@@ -872,6 +875,155 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     if (sn_hook_lib(c->hook) == SN_LIB_CUDART)
         sn_core_runtime_nomem();
     return SN_CORE_NOMEM;
+}
+
+/* A convolution the plan runs with another algorithm than the
+ * framework's, or with a workspace libsn supplies (SN_WORKSPACE auto or
+ * min): the token says which algorithm, and with whose workspace. An
+ * algorithm that needs no more than the framework's buffer runs in it,
+ * unless the plan supplies every workspace of the step; otherwise libsn's
+ * scratch (or none, for an algorithm that needs none) is made resident
+ * with the call's other memory in place of the framework's buffer, which
+ * the call then does not touch. When the call cannot fit that way, it runs
+ * as the framework asked. Returns what make_resident returns. */
+static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, const sn_access_uses *u,
+                                 int64_t pos)
+{
+    int algo = -1, supply = 0;
+    uint64_t ws = 0;
+    sn_lock_take(&d->exec_lock);
+    int change = sn_exec_conv(&d->exec, pos, c->conf, c->algo, &algo, &ws, &supply);
+    sn_lock_give(&d->exec_lock);
+    if (!change)
+        return sn_core_make_resident(c, t, u, pos, 0);
+    int changed = algo != c->algo;
+    t->conv_pos = pos;
+    if (!supply && ws <= c->workspace) {
+        t->conv_algo = algo;
+        sn_lock_take(&d->exec_lock);
+        sn_exec_conv_note(&d->exec, 1, changed, 0);
+        sn_lock_give(&d->exec_lock);
+        return sn_core_make_resident(c, t, u, pos, 0);
+    }
+    sn_arena *ar = sn_arena_of(c->dev);
+    uintptr_t addr = 0;
+    void *blk = NULL;
+    if (ar && !u->all && u->n < u->cap && ws > 0) {
+        int lib = sn_own_work_begin();
+        blk = sn_arena_scratch(ar, c->stream, ws, 0, &addr);
+        sn_own_work_end(lib);
+    }
+    if (ar && !u->all && (blk || ws == 0)) {
+        sn_arena_use use[SN_CALL_MAX_RANGES * 4];
+        sn_access_uses v = *u;
+        v.use = use;
+        v.n = 0;
+        for (size_t i = 0; i < u->n; i++) {
+            int keep = i < u->ws_lo || i >= u->ws_hi;
+            for (size_t j = 0; j < u->n && !keep; j++)
+                keep = (j < u->ws_lo || j >= u->ws_hi) && u->use[j].block == u->use[i].block;
+            if (keep)
+                use[v.n++] = u->use[i];
+        }
+        if (blk)
+            use[v.n++] = (sn_arena_use){blk, SN_OVERWRITE};
+        if (sn_core_make_resident(c, t, &v, pos, 1) == 0) {
+            t->conv_algo = algo;
+            t->conv_ws_set = 1;
+            t->conv_ws = (void *)addr;
+            t->conv_ws_bytes = blk ? ws : 0;
+            sn_lock_take(&d->exec_lock);
+            sn_exec_conv_note(&d->exec, 1, changed, blk != NULL);
+            sn_lock_give(&d->exec_lock);
+            return 0;
+        }
+    }
+    sn_lock_take(&d->exec_lock);
+    sn_exec_conv_note(&d->exec, 0, changed, 0);
+    sn_lock_give(&d->exec_lock);
+    return sn_core_make_resident(c, t, u, pos, 0);
+}
+
+int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
+{
+    if (t->conv_algo < 0 || !sn_managing() || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
+        return -1;
+    sn_device *d = &sn_devs[c->dev];
+    sn_warn_once("device %d: a convolution failed with the algorithm the plan chose for it; it runs the "
+                 "framework's from now on", c->dev);
+    sn_lock_take(&d->exec_lock);
+    sn_exec_conv_failed(&d->exec, t->conv_pos);
+    sn_lock_give(&d->exec_lock);
+    t->conv_algo = -1;
+    if (!t->conv_ws_set)
+        return 0; /* its memory is resident: the framework's workspace was used */
+    t->conv_ws_set = 0;
+    t->conv_ws = NULL;
+    if (t->held.ar)
+        sn_arena_release(&t->held);
+    sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
+    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
+    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
+    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
+                           peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
+    sn_lock_take(&sn_reg_lock);
+    sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]), &uses);
+    sn_lock_give(&sn_reg_lock);
+    return sn_core_make_resident(c, t, &uses, t->conv_pos, 0) == 0 ? 0 : -1;
+}
+
+int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t)
+{
+    t->ar = NULL;
+    *addr = 0;
+    sn_arena *ar = sn_managing() ? sn_arena_peek(dev) : NULL;
+    if (!ar)
+        return -1;
+    int lib = sn_own_work_begin();
+    void *blk = sn_arena_scratch(ar, stream, bytes, 1, addr);
+    uint64_t need = 0;
+    sn_arena_use use = {blk, SN_OVERWRITE};
+    int rc = blk ? sn_arena_acquire(ar, &use, 1, 0, NULL, stream, -1, t, &need) : SN_ARENA_NOMEM;
+    if (rc != SN_ARENA_OK) {
+        t->ar = NULL;
+        if (blk)
+            sn_arena_scratch_drop(ar, stream);
+        *addr = 0;
+    }
+    sn_own_work_end(lib);
+    return rc == SN_ARENA_OK ? 0 : -1;
+}
+
+uint64_t sn_core_search_room(int dev)
+{
+    sn_arena *ar = sn_managing() ? sn_arena_peek(dev) : NULL;
+    return ar ? sn_arena_room(ar) : 0;
+}
+
+void sn_core_search_end(int dev, void *stream, sn_arena_ticket *t)
+{
+    sn_arena *ar = sn_arena_peek(dev);
+    if (!ar || !t->ar)
+        return;
+    int lib = sn_own_work_begin();
+    sn_arena_release(t);
+    sn_arena_scratch_drop(ar, stream);
+    sn_own_work_end(lib);
+}
+
+void sn_core_conv_measured(int dev, uint64_t conf, const sn_trace_algo *a, int n)
+{
+    if (!sn_core_ready || dev < 0 || dev >= SN_MAX_DEVICES)
+        return;
+    sn_device *d = &sn_devs[dev];
+    sn_lock_take(&d->lock);
+    if (d->trace)
+        sn_trace_algos_put(d->trace, conf, a, n);
+    if (n >= 0)
+        d->searches++;
+    if (n == 0)
+        d->searches_failed++;
+    sn_lock_give(&d->lock);
 }
 
 static void sn_harvest(int dev, void *stream, int all);
@@ -904,9 +1056,9 @@ static void sn_core_plan_setup(int dev)
     uint64_t budget = st.budget - st.budget / 20;
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
-    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, budget,
-                                           st.granularity)
-                  : -1;
+    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
+                                      st.granularity)
+                      : -1;
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
     if (rc != 0)
@@ -991,6 +1143,12 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     t->timed = 0;
     t->held.ar = NULL;
     t->peer_held.ar = NULL;
+    t->measure = 0;
+    t->conv_algo = -1;
+    t->conv_ws_set = 0;
+    t->conv_ws = NULL;
+    t->conv_ws_bytes = 0;
+    t->conv_pos = -1;
     if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return 0;
     int managing = sn_managing();
@@ -1006,7 +1164,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     sn_arena_use use[SN_CALL_MAX_RANGES * 4];
     sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
     sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
-                           peer_use, sizeof peer_use / sizeof peer_use[0], 0};
+                           peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
     int time_it = 0;
     int64_t pos = -1;
     /* One pass over the registry serves both the tracer and the arena.
@@ -1030,6 +1188,12 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
                 flags |= SN_TC_HOST_PINNED;
             /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
             t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
+            /* a convolution configuration seen for the first time while
+             * profiling: its algorithms are measured once (not for
+             * SN_POLICY=lru, which makes no plan to choose them) */
+            if (t->index >= 0 && c->conf && managing && !d->profiled && sn_opt.workspace != SN_WORKSPACE_KEEP &&
+                sn_opt.policy != SN_POLICY_LRU)
+                t->measure = sn_trace_algos_claim(tr, c->conf);
             if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
                 sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
             pos = tr->run.position;
@@ -1047,7 +1211,10 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             sn_core_plan_setup(c->dev);
         else if (ps == 3)
             sn_core_plan_moves(c->dev, pos, c->stream);
-        if (sn_core_make_resident(c, t, &uses, pos) != 0) {
+        int rc = ps == 3 && c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP
+                     ? sn_core_conv_resident(d, c, t, &uses, pos)
+                     : sn_core_make_resident(c, t, &uses, pos, 0);
+        if (rc != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
                 sn_lock_take(&d->lock);
                 sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
@@ -1383,6 +1550,9 @@ static void sn_finish(int cuda_usable)
                 sn_arena_stats(ar, ms);
                 ms->passed = __atomic_load_n(&sn_devs[dev].passed, __ATOMIC_RELAXED);
                 ms->passed_bytes = __atomic_load_n(&sn_devs[dev].passed_bytes, __ATOMIC_RELAXED);
+                ms->workspace = sn_opt.workspace;
+                ms->algo_searches = sn_devs[dev].searches;
+                ms->algo_search_failed = sn_devs[dev].searches_failed;
                 const sn_exec *ex = &sn_devs[dev].exec;
                 if (__atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
                     sn_lock_take(&sn_devs[dev].exec_lock);
@@ -1400,7 +1570,14 @@ static void sn_finish(int cuda_usable)
                     ms->plan_niter = sn_exec_history(ex, ms->plan_iter);
                     ms->plan_curve = ex->plan_mem;
                     ms->seen_curve = ex->seen_mem;
-                    ms->curve_len = ex->period;
+                    ms->curve_len = ex->period > 0 ? (size_t)ex->period : 0;
+                    ms->plan_algo_steps = ex->algo_steps;
+                    ms->plan_algo_up = ex->algo_up;
+                    ms->plan_algo_down = ex->algo_down;
+                    ms->plan_algo_framework = ex->algo_framework;
+                    ms->plan_algo_calls = ex->algo_calls;
+                    ms->plan_algo_scratch_calls = ex->algo_scratch_calls;
+                    ms->plan_algo_kept = ex->algo_kept;
                     sn_lock_give(&sn_devs[dev].exec_lock);
                 }
             }

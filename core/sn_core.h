@@ -19,6 +19,7 @@
 #include "common/sn_call.h"
 #include "common/sn_stats.h"
 #include "core/sn_registry.h"
+#include "tracer/sn_trace.h"
 
 /* Initialisation of the core (from sn_init_slow, mode != off). */
 void sn_core_init(void);
@@ -77,6 +78,13 @@ typedef struct sn_step_token {
     sn_arena_ticket held;  /* manage mode: what the call pinned resident */
     sn_arena_ticket peer_held; /* the same on another device (a peer copy) */
     uint64_t peer_need;
+    /* convolutions (manage mode, SN_WORKSPACE auto or min) */
+    int measure;             /* the wrapper is to measure the call's configuration after it */
+    int conv_algo;           /* >= 0: forward the call with this algorithm instead */
+    int conv_ws_set;         /* and with this workspace instead of its own (NULL: none) */
+    void *conv_ws;
+    uint64_t conv_ws_bytes;
+    int64_t conv_pos;        /* where in the iteration (sn_core_conv_fallback) */
 } sn_step_token;
 /* Returns 0, or SN_CORE_NOMEM when manage mode cannot make the call's
  * working set resident within the budget: the wrapper then returns its
@@ -85,6 +93,28 @@ typedef struct sn_step_token {
  * runtime's last error, as a failing runtime call does. */
 int sn_core_call_begin(sn_call *c, sn_step_token *t);
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
+
+/* Convolution algorithms. A call whose token says measure has its
+ * configuration (sn_call.conf) measured by the wrapper once it has
+ * returned, outside the step's timing and with no libsn lock held: the
+ * search's operands and workspace come from libsn's scratch
+ * (search_begin: *addr, resident and pinned until search_end, which gives
+ * them back; 0 when the budget cannot hold bytes), and what was measured
+ * is handed over with conv_measured (n < 0: nothing was tried, the next
+ * call of the configuration tries again; n = 0: nothing could be
+ * measured). */
+int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t);
+/* The memory the budget has left now, beside what is in use (0 when manage
+ * mode does not run on dev): a search larger than that would evict. */
+uint64_t sn_core_search_room(int dev);
+/* The plan's algorithm failed where the framework's would run (a call
+ * the search did not foresee): the call's own memory, its workspace
+ * included, is made resident instead and the plan keeps the framework's
+ * algorithm for that step from now on. Returns 0 when the wrapper may
+ * forward the call again as the framework made it. */
+int sn_core_conv_fallback(sn_call *c, sn_step_token *t);
+void sn_core_search_end(int dev, void *stream, sn_arena_ticket *t);
+void sn_core_conv_measured(int dev, uint64_t conf, const sn_trace_algo *a, int n);
 
 /* The host has waited for stream (or, all_streams, the whole device):
  * timings of steps recorded there can be read without blocking. */

@@ -1,6 +1,7 @@
 /*
  * sn_exec.c — following a plan (see sn_exec.h): made once, when the
- * iteration is learned, then consulted at every call on the sequence.
+ * iteration is learned, then consulted at every call on the sequence for
+ * the moves due and for the algorithm a convolution runs.
  */
 #include "core/sn_exec.h"
 
@@ -192,7 +193,6 @@ static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint
 static void sn_exec_curves(sn_exec *ex, const sn_model *m, const sn_planmodel_store *ps, const sn_plan_model *pm)
 {
     uint64_t *mem = malloc((size_t)pm->nsteps * sizeof *mem);
-    ex->period = m->period;
     ex->plan_mem = calloc(m->period ? m->period : 1, sizeof *ex->plan_mem);
     sn_plan_timeline tl;
     if (!mem || !ex->plan_mem || !ex->plan.predicted.feasible ||
@@ -211,11 +211,115 @@ static void sn_exec_curves(sn_exec *ex, const sn_model *m, const sn_planmodel_st
         ex->seen_mem = calloc(m->period ? m->period : 1, sizeof *ex->seen_mem);
 }
 
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget,
-                  uint64_t granule)
+/* SN_WORKSPACE=min and keep: each convolution step offers one algorithm,
+ * its smallest-workspace one (the fastest of those on a tie) or the
+ * framework's; fw_ms receives the framework's time first. */
+static void sn_exec_restrict(sn_plan_model *pm, sn_planmodel_store *ps, int workspace, double *fw_ms)
+{
+    for (int s = 0; s < pm->nsteps; s++) {
+        sn_plan_step *st = &ps->step[s];
+        fw_ms[s] = st->nalgo > 0 ? st->algo[st->framework_algo].ms : st->ms;
+        if (st->nalgo < 2 || workspace == SN_WORKSPACE_AUTO)
+            continue;
+        int k = st->framework_algo;
+        for (int a = 0; workspace == SN_WORKSPACE_MIN && a < st->nalgo; a++)
+            if (st->algo[a].workspace < st->algo[k].workspace ||
+                (st->algo[a].workspace == st->algo[k].workspace && st->algo[a].ms < st->algo[k].ms))
+                k = a;
+        st->algo += k;
+        st->nalgo = 1;
+        st->framework_algo = 0;
+    }
+}
+
+/* Which convolution calls run another algorithm than the framework's. */
+static int sn_exec_convs(sn_exec *ex, const sn_trace *t, const sn_model *m, const sn_plan_model *pm,
+                         const sn_planmodel_store *ps, const double *fw_ms)
+{
+    ex->period = (int64_t)m->period;
+    ex->conv_step = malloc(((size_t)ex->period + 1) * sizeof *ex->conv_step);
+    ex->conv_conf = calloc((size_t)ex->nsteps, sizeof *ex->conv_conf);
+    ex->conv_fw = malloc((size_t)ex->nsteps * sizeof *ex->conv_fw);
+    ex->conv_algo = malloc((size_t)ex->nsteps * sizeof *ex->conv_algo);
+    ex->conv_ws = calloc((size_t)ex->nsteps, sizeof *ex->conv_ws);
+    ex->conv_supply = calloc((size_t)ex->nsteps, 1);
+    if (!ex->conv_step || !ex->conv_conf || !ex->conv_fw || !ex->conv_algo || !ex->conv_ws || !ex->conv_supply)
+        return -1;
+    for (int64_t k = 0; k <= ex->period; k++)
+        ex->conv_step[k] = -1;
+    for (int p = 0; p < ex->nsteps; p++) {
+        const sn_trace_call *e = &t->calls[ps->call[p]];
+        const sn_plan_step *st = &pm->step[p];
+        ex->conv_fw[p] = e->algo;
+        ex->conv_algo[p] = -1;
+        ex->conv_conf[p] = e->conf;
+        int i = ex->plan.algo ? ex->plan.algo[p] : -1;
+        const sn_plan_algo *a = st->conv && i >= 0 && i < st->nalgo ? &st->algo[i] : NULL;
+        int k = ps->model_step[p];
+        if (!a || k < 0 || k >= ex->period || ps->call[p] != m->steps[k].call || !e->conf)
+            continue;
+        /* a buffer the framework gave that libsn replaces: every call */
+        int supply = ps->supplied[p] && e->workspace > 0;
+        if (a->algo == e->algo && !supply)
+            continue;
+        ex->conv_algo[p] = a->algo;
+        ex->conv_ws[p] = a->workspace;
+        ex->conv_supply[p] = (char)supply;
+        ex->conv_step[k] = p;
+        if (a->algo == e->algo)
+            continue;
+        if (a->ms < fw_ms[p])
+            ex->algo_up++;
+        else
+            ex->algo_down++;
+    }
+    return 0;
+}
+
+int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *algo, uint64_t *ws, int *supply)
+{
+    if (!ex->active || !ex->conv_step || pos < 0 || (pos & 1) || !conf)
+        return 0;
+    int64_t k = pos / 2;
+    if (k >= ex->period)
+        return 0;
+    int p = ex->conv_step[k];
+    if (p < 0 || ex->conv_algo[p] < 0 || ex->conv_conf[p] != conf || ex->conv_fw[p] != fw)
+        return 0;
+    *algo = ex->conv_algo[p];
+    *ws = ex->conv_ws[p];
+    *supply = ex->conv_supply[p];
+    return 1;
+}
+
+void sn_exec_conv_note(sn_exec *ex, int ran, int changed, int scratch)
+{
+    if (!ran)
+        ex->algo_kept++;
+    ex->algo_calls += ran && changed;
+    ex->algo_scratch_calls += ran && scratch;
+}
+
+void sn_exec_conv_failed(sn_exec *ex, int64_t pos)
+{
+    if (!ex->conv_step || pos < 0 || (pos & 1) || pos / 2 >= ex->period)
+        return;
+    int p = ex->conv_step[pos / 2];
+    if (p >= 0) {
+        int changed = ex->conv_algo[p] != ex->conv_fw[p];
+        ex->conv_step[pos / 2] = -1;
+        ex->algo_failed++;
+        ex->algo_calls -= changed && ex->algo_calls;
+        ex->algo_kept++;
+    }
+}
+
+int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
+                  uint64_t budget, uint64_t granule)
 {
     memset(ex, 0, sizeof *ex);
     ex->policy = policy;
+    ex->workspace = workspace;
     ex->last_pos = -1;
     sn_model m;
     if (sn_model_build(t, &m) != 0)
@@ -223,16 +327,56 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     int rc = -1;
     sn_plan_model pm;
     sn_planmodel_store ps;
-    if (!m.found || sn_planmodel_build(t, &m, NULL, &pm, &ps) != 0) {
+    sn_planmodel_link keep = {0, 0, workspace == SN_WORKSPACE_KEEP};
+    if (!m.found || sn_planmodel_build(t, &m, &keep, &pm, &ps) != 0) {
         sn_model_free(&m);
         return -1;
     }
     sn_exec_fit_to_arena(&ps, &pm, granule);
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
+    double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
+    if (fw_ms)
+        sn_exec_restrict(&pm, &ps, workspace, fw_ms);
+    int made = fw_ms && sn_plan_make(&pm, policy, budget, &ex->plan) == 0;
+    int options = ps.options;
+    if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
+        (ps.options > 0 || ps.virtual_ws > 0)) {
+        /* auto's own safety net for the algorithms: the best plan that
+         * keeps the framework's algorithms and buffers (as keep runs),
+         * followed instead when it is predicted better */
+        sn_plan_model km;
+        sn_planmodel_store ks;
+        sn_plan kp;
+        keep.framework_only = 1;
+        if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
+            sn_exec_fit_to_arena(&ks, &km, granule);
+            if (sn_plan_make(&km, policy, budget, &kp) == 0) {
+                const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
+                /* between plans that do not fit, auto's own ranking
+                 * (by memory) already chose among the framework's
+                 * algorithms and the others */
+                if (a->feasible && (!b->feasible || a->iter_ms < b->iter_ms)) {
+                    sn_plan_free(&ex->plan);
+                    ex->plan = kp;
+                    kp = (sn_plan){0};
+                    sn_planmodel_free(&ps);
+                    pm = km;
+                    ps = ks;
+                    ks = (sn_planmodel_store){0};
+                    for (int s = 0; s < pm.nsteps; s++)
+                        fw_ms[s] = pm.step[s].ms;
+                    ex->algo_framework = 1;
+                }
+                sn_plan_free(&kp);
+            }
+            sn_planmodel_free(&ks);
+        }
+    }
     ex->block = calloc((size_t)pm.ntensors + 1, sizeof *ex->block);
-    if (ex->block && sn_plan_make(&pm, policy, budget, &ex->plan) == 0 && sn_exec_positions(ex, &m, &ps) == 0 &&
-        sn_exec_index(ex) == 0) {
+    if (ex->block && made && sn_exec_positions(ex, &m, &ps) == 0 && sn_exec_index(ex) == 0 &&
+        sn_exec_convs(ex, t, &m, &pm, &ps, fw_ms) == 0) {
+        ex->algo_steps = options;
         sn_exec_bind(ex, &ps, &pm, reg, dev);
         sn_exec_curves(ex, &m, &ps, &pm);
         ex->granule = granule;
@@ -248,11 +392,15 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         ex->active = 1;
         rc = 0;
         sn_info("device %d: plan of %s for %d steps under %llu bytes: %d moves; %d tensors bound, %d left to "
-                "demand; predicted %.3f ms per iteration%s",
+                "demand; %d convolutions run another algorithm (%d faster, %d with less workspace)%s; predicted "
+                "%.3f ms per iteration%s",
                 dev, sn_option_choice("SN_POLICY", policy), pm.nsteps, (unsigned long long)budget,
-                ex->plan.nactions, ex->bound, ex->unbound, ex->plan.predicted.iter_ms,
+                ex->plan.nactions, ex->bound, ex->unbound, ex->algo_up + ex->algo_down, ex->algo_up,
+                ex->algo_down, ex->algo_framework ? " (the framework's algorithms predicted best)" : "",
+                ex->plan.predicted.iter_ms,
                 ex->plan.predicted.feasible ? "" : " (not feasible as planned: demand makes up for it)");
     }
+    free(fw_ms);
     sn_planmodel_free(&ps);
     sn_model_free(&m);
     if (rc != 0)
@@ -407,6 +555,12 @@ void sn_exec_free(sn_exec *ex)
     free(ex->act_off);
     free(ex->act);
     free(ex->block);
+    free(ex->conv_step);
+    free(ex->conv_conf);
+    free(ex->conv_fw);
+    free(ex->conv_algo);
+    free(ex->conv_ws);
+    free(ex->conv_supply);
     memset(ex, 0, sizeof *ex);
     ex->last_pos = -1;
 }

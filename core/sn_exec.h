@@ -18,6 +18,13 @@
  * each iteration's allocation is bound as it is made. Off the sequence
  * nothing is bound.
  *
+ * Algorithms (SN_WORKSPACE auto or min): the plan picks each
+ * convolution's algorithm among those measured for its configuration;
+ * sn_exec_conv says, at a convolution call on the learned sequence, which
+ * one to run when it is not the framework's. min plans with each
+ * convolution's smallest-workspace algorithm only; keep with the
+ * framework's only (nothing changes).
+ *
  * Positions: the tracer numbers a call 2k (step k of the iteration) or
  * 2k + 1 (a transfer before step k); the plan's steps are calls in the same
  * order. Moves after a step start at the first call past its position,
@@ -73,8 +80,22 @@ typedef struct sn_exec {
     uint64_t last_in, last_out, last_off;
     /* per step of the learned iteration (period): memory the plan predicts,
      * and mapped memory when the step's call came (recorded on request) */
-    size_t period;
     uint64_t *plan_mem, *seen_mem;
+    /* convolutions: per model step (the iteration's position k), the plan
+     * step of its call, -1 when not a convolution whose algorithm the plan
+     * changes; per plan step, what the framework runs (configuration,
+     * algorithm) and what the plan runs instead (algorithm, the workspace
+     * it needs) */
+    int workspace;          /* SN_WORKSPACE_* */
+    int64_t period;
+    int *conv_step;
+    uint64_t *conv_conf;
+    int *conv_fw, *conv_algo;
+    uint64_t *conv_ws;
+    char *conv_supply;
+    int algo_steps, algo_up, algo_down; /* steps with a choice; planned faster, slower */
+    int algo_framework;     /* auto: the plan keeping the framework's algorithms predicted better */
+    uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed;
 } sn_exec;
 
 /* Makes the plan of the iteration trace t has learned (t following it) for
@@ -83,8 +104,23 @@ typedef struct sn_exec {
  * locks (the trace's log is read). Returns 0 with ex active, -1 when no plan
  * could be made (ex inactive: demand residency only). granule: the arena's
  * physical granule (0: sizes as asked). */
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget,
-                  uint64_t granule);
+int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
+                  uint64_t budget, uint64_t granule);
+
+/* The plan's algorithm for a convolution call at position pos of
+ * configuration conf that the framework runs with algorithm fw: 1 with
+ * *algo and the workspace it needs (*ws) when the plan runs another one
+ * or supplies the workspace itself (*supply: the framework's buffer is not
+ * to be touched, whatever the algorithm), 0 otherwise (not on the
+ * sequence, nothing planned, or the call is not the one the plan was made
+ * for: the framework's choice). The caller serialises calls for one ex. */
+int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *algo, uint64_t *ws, int *supply);
+/* What became of it: run as planned (changed: another algorithm than the
+ * framework's; scratch: with libsn's workspace), or left as the framework
+ * made it (ran = 0: no room). */
+void sn_exec_conv_note(sn_exec *ex, int ran, int changed, int scratch);
+/* The plan's algorithm failed at position pos: the framework's from now on. */
+void sn_exec_conv_failed(sn_exec *ex, int64_t pos);
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
  * (drop[i]: contents dead) and to bring in, at most cap of each. The caller
@@ -125,7 +161,7 @@ int sn_exec_history(const sn_exec *ex, sn_plan_iter_stats *out);
 /* Notes mapped memory at the call at position pos (>= 0), for the plot. */
 static inline void sn_exec_note_memory(sn_exec *ex, int64_t pos, uint64_t mapped)
 {
-    size_t k = (size_t)(pos / 2);
+    int64_t k = pos / 2;
     if (ex->seen_mem && pos >= 0 && k < ex->period)
         ex->seen_mem[k] = mapped;
 }

@@ -44,19 +44,39 @@ typedef struct search {
     recipe r;
     sn_plan_timeline tl;
     uint64_t need;   /* its peak by the memory profile: what ranks infeasible plans */
+    uint64_t over;   /* and the memory over the budget summed over its steps */
+    uint64_t sum;    /* and all the memory summed over its steps */
     int have;
 } search;
 
 /* Feasible first, then sn_pol_better; between infeasible plans the one
- * that needs less memory, so that a search through infeasible plans still
- * moves towards the budget. */
-static int improves(const sn_plan_timeline *tl, uint64_t need, const search *S)
+ * that needs less memory at its peak, then over the budget summed over its
+ * steps, then in all summed over its steps, so that a search through
+ * infeasible plans still moves towards the budget (and leaves demand
+ * residency less to make up for where none fits). */
+static int improves(const sn_plan_timeline *tl, const uint64_t need[3], const search *S)
 {
     if (!S->have)
         return 1;
     if (!tl->feasible && !S->tl.feasible)
-        return need < S->need;
+        return need[0] != S->need ? need[0] < S->need : need[1] != S->over ? need[1] < S->over : need[2] < S->sum;
     return sn_pol_better(tl, &S->tl);
+}
+
+/* The memory profile of A with algo: need[0] its peak, need[1] its excess
+ * over the budget summed over the steps, need[2] its sum over the steps.
+ * Returns -1 when out of memory. */
+static int profile_need(const sn_pol *P, const sn_pol_acts *A, const int *algo, uint64_t need[3])
+{
+    uint64_t *mem = malloc((size_t)P->ns * sizeof *mem);
+    need[0] = mem ? sn_pol_profile(P, A, algo, mem) : UINT64_MAX;
+    need[1] = need[2] = 0;
+    for (int s = 0; need[0] != UINT64_MAX && s < P->ns; s++) {
+        need[1] += mem[s] > P->budget ? mem[s] - P->budget : 0;
+        need[2] += mem[s];
+    }
+    free(mem);
+    return need[0] == UINT64_MAX ? -1 : 0;
 }
 
 /* Builds r with algo and keeps it when it predicts better: 1 kept, 0 not,
@@ -65,9 +85,9 @@ static int try_plan(const sn_pol *P, const recipe *r, const int *algo, search *S
 {
     sn_pol_acts A = {0};
     sn_plan_timeline tl;
-    uint64_t need = 0;
+    uint64_t need[3] = {0, 0, 0};
     if (build(P, r, algo, &A) < 0 || sn_pol_eval(P, &A, algo, P->budget, &tl, NULL) < 0 ||
-        (!tl.feasible && (need = sn_pol_profile(P, &A, algo, NULL)) == UINT64_MAX)) {
+        (!tl.feasible && profile_need(P, &A, algo, need) < 0)) {
         sn_pol_acts_free(&A);
         return -1;
     }
@@ -80,7 +100,9 @@ static int try_plan(const sn_pol *P, const recipe *r, const int *algo, search *S
     memcpy(S->algo, algo, (size_t)P->ns * sizeof *algo);
     S->r = *r;
     S->tl = tl;
-    S->need = need;
+    S->need = need[0];
+    S->over = need[1];
+    S->sum = need[2];
     S->have = 1;
     return 1;
 }
@@ -255,15 +277,23 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     }
     /* Moving nothing, when that fits and is predicted no slower: every move
      * costs host time the timeline leaves out (mapping, unmapping, events),
-     * and a drop of dead contents saves nothing when memory is ample. */
+     * and a drop of dead contents saves nothing when memory is ample. First
+     * with the algorithms chosen (faster ones where the framework's were
+     * not the fastest), then with the framework's own. */
     sn_pol_acts none = {0};
     sn_plan_timeline tl;
-    sn_pol_algo_framework(P, sa);
-    if (rc == 0 && sn_pol_eval(P, &none, sa, P->budget, &tl, NULL) == 0 && tl.feasible &&
-        tl.iter_ms <= own.iter_ms + 1e-9) {
-        sn_pol_acts_free(A);
-        *A = none;
-        memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        if (k == 0)
+            memcpy(sa, algo, (size_t)P->ns * sizeof *sa);
+        else
+            sn_pol_algo_framework(P, sa);
+        if (sn_pol_eval(P, &none, sa, P->budget, &tl, NULL) == 0 && tl.feasible &&
+            tl.iter_ms <= own.iter_ms + 1e-9) {
+            sn_pol_acts_free(A);
+            *A = none;
+            memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
+            own = tl;
+        }
     }
     free(sa);
     return rc;

@@ -2,9 +2,12 @@
  * hooks_cudnn.c — wrappers of cuDNN's compute calls. Each reads its tensor,
  * filter and workspace extents from the descriptors, marks outputs scaled by
  * a non-zero beta as read too, and runs as one step on the handle's stream.
+ * The three convolutions also name their configuration, so that manage mode
+ * can measure its algorithms once and run the one its plan chose.
  * FindEx calls run the convolution on the buffers they are given, so they
  * touch them exactly like the convolution would.
  */
+#include "shim/sn_convsearch.h"
 #include "shim/sn_describe.h"
 #include "shim/sn_wrap.h"
 
@@ -61,6 +64,39 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
 
 #define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 
+/* A convolution: forwarded with the algorithm (and workspace) the plan
+ * chose when manage mode follows one (the token says so), and again as
+ * the framework made it should that fail; a configuration seen for the
+ * first time while profiling is measured after the call (sn_convsearch.h). */
+#define SN_DNN_CONV_END(algo_t, algo_v, ws_v, bytes_v, geom, args)             \
+    do {                                                                       \
+        sn_step_token tok_;                                                    \
+        if (sn_core_call_begin(&c, &tok_) != 0)                                \
+            return CUDNN_STATUS_ALLOC_FAILED;                                  \
+        algo_t fw_algo_ = algo_v;                                              \
+        void *fw_ws_ = ws_v;                                                   \
+        size_t fw_bytes_ = bytes_v;                                            \
+        if (tok_.conv_algo >= 0) {                                             \
+            algo_v = (algo_t)tok_.conv_algo;                                   \
+            if (tok_.conv_ws_set) {                                            \
+                ws_v = tok_.conv_ws;                                           \
+                bytes_v = (size_t)tok_.conv_ws_bytes;                          \
+            }                                                                  \
+        }                                                                      \
+        cudnnStatus_t rc_ = real args;                                         \
+        if (rc_ != CUDNN_STATUS_SUCCESS && tok_.conv_algo >= 0 &&              \
+            sn_core_conv_fallback(&c, &tok_) == 0) {                           \
+            algo_v = fw_algo_;                                                 \
+            ws_v = fw_ws_;                                                     \
+            bytes_v = fw_bytes_;                                               \
+            rc_ = real args;                                                   \
+        }                                                                      \
+        sn_core_call_end(&c, &tok_, rc_ == CUDNN_STATUS_SUCCESS);              \
+        if (tok_.measure)                                                      \
+            sn_conv_search(&c, (geom), rc_ == CUDNN_STATUS_SUCCESS);           \
+        return rc_;                                                            \
+    } while (0)
+
 static void sn_workspace(sn_call *c, void *ws, size_t bytes)
 {
     sn_call_range(c, ws, bytes, SN_READ | SN_WRITE | SN_SCRATCH);
@@ -92,8 +128,11 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionForward(
     sn_dnn_output(&c, yDesc, y, beta);
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
-    SN_DNN_END((handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
-                beta, yDesc, y));
+    c.conf = sn_dnn_conv_conf(&c, convDesc);
+    const sn_conv_geom g = {handle, xDesc, wDesc, yDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionFwdAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
+                    (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
+                     beta, yDesc, y));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
@@ -110,8 +149,11 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
     sn_dnn_output(&c, dxDesc, dx, beta);
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
-    SN_DNN_END((handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
-                workSpaceSizeInBytes, beta, dxDesc, dx));
+    c.conf = sn_dnn_conv_conf(&c, convDesc);
+    const sn_conv_geom g = {handle, dxDesc, wDesc, dyDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionBwdDataAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
+                    (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
+                     beta, dxDesc, dx));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
@@ -128,8 +170,11 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
     sn_dnn_filter_output(&c, dwDesc, dw, beta);
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
-    SN_DNN_END((handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
-                workSpaceSizeInBytes, beta, dwDesc, dw));
+    c.conf = sn_dnn_conv_conf(&c, convDesc);
+    const sn_conv_geom g = {handle, xDesc, dwDesc, dyDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionBwdFilterAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
+                    (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
+                     beta, dwDesc, dw));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "common/sn_options.h"
+
 /* ---- caches ----------------------------------------------------------------- */
 
 static uint64_t sn_generation = 1;
@@ -266,6 +268,34 @@ void sn_dnn_filter_output(sn_call *c, cudnnFilterDescriptor_t desc, void *p, con
         return;
     sn_range *r = &c->range[c->nranges - 1];
     r->mode |= sn_dnn_scale_nonzero(beta, type) ? SN_READ : SN_OVERWRITE;
+}
+
+uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
+{
+    sn_real_cudnnGetConvolutionNdDescriptor_fn get = SN_REAL(cudnnGetConvolutionNdDescriptor);
+    sn_real_cudnnGetConvolutionGroupCount_fn groups = SN_REAL(cudnnGetConvolutionGroupCount);
+    sn_real_cudnnGetConvolutionMathType_fn math = SN_REAL(cudnnGetConvolutionMathType);
+    enum { MAXD = CUDNN_DIM_MAX };
+    int nd = 0, pad[MAXD], stride[MAXD], dil[MAXD], g = 1;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    cudnnDataType_t type = CUDNN_DATA_FLOAT;
+    cudnnMathType_t mt = CUDNN_DEFAULT_MATH;
+    /* only a plan that chooses algorithms needs it */
+    if (sn_opt.mode != SN_MODE_MANAGE || sn_opt.workspace == SN_WORKSPACE_KEEP || sn_opt.policy == SN_POLICY_LRU)
+        return 0;
+    if (!conv || !get || (c->flags & SN_CALL_OPAQUE) ||
+        get(conv, MAXD, &nd, pad, stride, dil, &mode, &type) != CUDNN_STATUS_SUCCESS || nd <= 0 || nd > MAXD)
+        return 0;
+    if (groups)
+        groups(conv, &g);
+    if (math)
+        math(conv, &mt);
+    uint64_t h = sn_hash_mix(sn_hash_mix((uint64_t)c->op + 1, c->shape_hash), c->params);
+    for (int i = 0; i < nd; i++)
+        h = sn_hash_mix(h, ((uint64_t)(unsigned)pad[i] << 40) ^ ((uint64_t)(unsigned)stride[i] << 20) ^
+                               (uint64_t)(unsigned)dil[i]);
+    h = sn_hash_mix(h, ((uint64_t)mode << 48) ^ ((uint64_t)type << 32) ^ ((uint64_t)mt << 24) ^ (uint64_t)(unsigned)g);
+    return h ? h : 1;
 }
 
 int sn_blas_beta_nonzero(cublasHandle_t handle, const float *beta)

@@ -35,6 +35,14 @@ void sn_dnn_filter_output(sn_call *c, cudnnFilterDescriptor_t desc, void *p, con
  * double for double data (cuDNN's rule). NULL counts as non-zero. */
 int sn_dnn_scale_nonzero(const void *scale, cudnnDataType_t type);
 
+/* The configuration of a convolution call c already described (its
+ * tensors' shapes and layouts are in c): c's operation with those and the
+ * convolution descriptor's padding, strides, dilation, mode, compute type,
+ * group count and math type, what the library's algorithms depend on; 0
+ * when the descriptor cannot be read, or when no plan chooses algorithms
+ * (not manage mode, SN_WORKSPACE=keep, SN_POLICY=lru). */
+uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv);
+
 /* cuBLAS: 1 if *beta may be non-zero (device pointer mode counts as yes). */
 int sn_blas_beta_nonzero(cublasHandle_t handle, const float *beta);
 /* cublasPointerMode_t of the handle. */

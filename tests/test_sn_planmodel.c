@@ -5,8 +5,9 @@
  * times, phases, layers and convolution options, every tensor's accesses,
  * lifetime, role and pinning, the memory no call names, the copy
  * bandwidths and where they come from; what a step libsn cannot see
- * through adds; and that the access lists give the model's own liveness
- * peak back.
+ * through adds; the algorithms measured for the convolutions' configurations
+ * as options, and a workspace buffer libsn replaces; and that the access
+ * lists give the model's own liveness peak back.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,17 @@ typedef struct net {
     uint32_t dz[3], lib_tmp[3]; /* allocated anew in every iteration */
 } net;
 
+/* Whether the convolutions name their configuration (conf_base + their
+ * operation, one configuration per direction), and who owns the buffer
+ * they use as workspace: cuDNN (pinned) unless a test says otherwise. */
+static uint64_t conf_base;
+static int ws_owner = SN_OWNER_CUDNN;
+
+static int is_conv(int op)
+{
+    return op == SN_OP_CONV_FWD || op == SN_OP_CONV_BWD_DATA || op == SN_OP_CONV_BWD_FILTER;
+}
+
 /* Logs one call; dur_ms < 0: not timed. */
 static void call(net *n, int op, unsigned flags, uint64_t copy_bytes, const sn_trace_access *acc, int nacc,
                  int algo, uint64_t workspace, double dur_ms)
@@ -38,6 +50,7 @@ static void call(net *n, int op, unsigned flags, uint64_t copy_bytes, const sn_t
     sn_call_init(&c, 0, op, 0, NULL);
     c.algo = algo;
     c.workspace = workspace;
+    c.conf = conf_base && is_conv(op) ? conf_base + (uint64_t)op : 0;
     if (copy_bytes) {
         int dim[2] = {1, (int)copy_bytes};
         sn_call_shape(&c, 2, dim);
@@ -97,7 +110,7 @@ static void net_run(net *n, int opaque_update)
     sn_trace *t = &n->t;
     sn_trace_init(t, 0);
     n->w = sn_trace_alloc(t, 0x1000, 4096, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0);
-    n->ws = sn_trace_alloc(t, 0x3000, 65536, SN_KIND_DEVICE, SN_OWNER_CUDNN, 0);
+    n->ws = sn_trace_alloc(t, 0x3000, 65536, SN_KIND_DEVICE, ws_owner, 0);
     n->cublas_ws = sn_trace_alloc(t, 0x800000, 4 * MiB, SN_KIND_DEVICE, SN_OWNER_CUBLAS, 0);
     n->hostbuf = sn_trace_alloc(t, 0x7f0000000000ull, 64, SN_KIND_HOST, SN_OWNER_FRAMEWORK, 0);
     n->spare = sn_trace_alloc(t, 0x2000000, 262144, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0);
@@ -152,7 +165,7 @@ static void test_planmodel_small_network(void **state)
 
     sn_plan_model pm;
     sn_planmodel_store st;
-    const sn_planmodel_link link = {0, 7.5};
+    const sn_planmodel_link link = {0, 7.5, 0};
     assert_int_equal(sn_planmodel_build(&n.t, &m, &link, &pm, &st), 0);
 
     /* steps: the iteration's 11 calls, 8 of them compute steps */
@@ -421,6 +434,116 @@ static void test_planmodel_no_iteration(void **state)
     sn_trace_destroy(t);
 }
 
+static void near_ms(double got, double want)
+{
+    if (got < want - EPS || got > want + EPS)
+        fail_msg("got %.12g ms, want %.12g", got, want);
+}
+
+/* The algorithms manage mode measured for a configuration become the
+ * step's options: the framework's first, with its profiled time, every
+ * other one timed by the search scaled by the ratio of the two (profile
+ * 0.4 ms for the forward convolution, search 0.5 ms: x 0.8), with the
+ * workspace it needs; the non-deterministic ones only where the
+ * framework's algorithm is too; untimed ones and configurations not
+ * measured give no options. A workspace buffer every user of which is a
+ * measured convolution is libsn's to replace: no memory, no buffer of the
+ * steps' own. */
+static void test_planmodel_algorithms(void **state)
+{
+    (void)state;
+    net n;
+    conf_base = 1000;
+    ws_owner = SN_OWNER_FRAMEWORK;
+    net_run(&n, 0);
+    conf_base = 0;
+    ws_owner = SN_OWNER_CUDNN;
+    const uint64_t fwd = 1000 + SN_OP_CONV_FWD, bwd = 1000 + SN_OP_CONV_BWD_DATA, fil = 1000 + SN_OP_CONV_BWD_FILTER;
+    /* measured while recording; the log is still recording here */
+    assert_int_equal(sn_trace_algos_claim(&n.t, fwd), 1);
+    assert_int_equal(sn_trace_algos_claim(&n.t, fwd), 0); /* once per configuration */
+    const sn_trace_algo af[] = {{3, 1, 0.1, 4 * MiB}, {1, 1, 0.5, 32768}, {2, 0, 0.25, MiB}, {0, 1, 1.0, 0}};
+    sn_trace_algos_put(&n.t, fwd, af, 4);
+    /* the framework's backward data algorithm 0 is non-deterministic:
+     * algorithm 1 stays; algorithm 5 was not timed */
+    const sn_trace_algo ab[] = {{1, 1, 0.2, 2 * MiB}, {0, 0, 0.4, 0}, {5, 1, -1.0, 0}};
+    sn_trace_algos_put(&n.t, bwd, ab, 3);
+    /* the filter's search found nothing */
+    sn_trace_algos_put(&n.t, fil, NULL, 0);
+    int k = -1;
+    assert_null(sn_trace_algos_get(&n.t, fil, &k));
+    assert_int_equal(k, 0);
+    assert_int_equal(n.t.nconf, 3);
+
+    sn_model m;
+    assert_int_equal(sn_model_build(&n.t, &m), 0);
+    sn_plan_model pm;
+    sn_planmodel_store st;
+    assert_int_equal(sn_planmodel_build(&n.t, &m, NULL, &pm, &st), 0);
+    assert_int_equal(pm.nsteps, 11);
+    assert_int_equal(st.options, 2);
+    const sn_plan_step *f = &pm.step[2], *d = &pm.step[8], *w = &pm.step[9];
+    assert_int_equal(f->nalgo, 3);
+    assert_int_equal(f->framework_algo, 0);
+    assert_int_equal(f->algo[0].algo, 1);
+    near_ms(f->algo[0].ms, 0.4);
+    assert_int_equal(f->algo[0].workspace, 32768); /* what it needs of the 65536 it was given */
+    assert_int_equal(f->algo[1].algo, 3);
+    near_ms(f->algo[1].ms, 0.08);
+    assert_int_equal(f->algo[1].workspace, 4 * MiB);
+    assert_int_equal(f->algo[2].algo, 0);
+    near_ms(f->algo[2].ms, 0.8);
+    assert_int_equal(f->algo[2].workspace, 0);
+    /* backward data: profiled 0.5, searched 0.4: x 1.25 */
+    assert_int_equal(d->nalgo, 2);
+    assert_int_equal(d->algo[0].algo, 0);
+    near_ms(d->algo[0].ms, 0.5);
+    assert_int_equal(d->algo[1].algo, 1);
+    near_ms(d->algo[1].ms, 0.25);
+    assert_int_equal(d->algo[1].workspace, 2 * MiB);
+    assert_int_equal(w->nalgo, 1);
+    assert_int_equal(w->algo[0].algo, 3);
+    /* the buffer also serves the filter's step, whose configuration has no
+     * measured algorithm: it stays the framework's, and so do the steps'
+     * own workspaces */
+    int wi = tensor_of(&pm, &st, n.ws);
+    assert_int_equal(pm.tensor[wi].bytes, 65536);
+    assert_int_equal(f->own_workspace, 65536);
+    assert_int_equal(st.virtual_ws, 0);
+    assert_int_equal(st.supplied[2] + st.supplied[8] + st.supplied[9], 1); /* backward data gave none */
+    assert_int_equal(st.supplied[8], 1);
+    sn_planmodel_free(&st);
+
+    /* with the filter's algorithms measured too, libsn supplies every
+     * workspace the buffer served */
+    sn_model_free(&m);
+    sn_trace_destroy(&n.t);
+    conf_base = 1000;
+    ws_owner = SN_OWNER_FRAMEWORK;
+    net_run(&n, 0);
+    conf_base = 0;
+    ws_owner = SN_OWNER_CUDNN;
+    sn_trace_algos_put(&n.t, fwd, af, 4);
+    sn_trace_algos_put(&n.t, bwd, ab, 3);
+    const sn_trace_algo aw[] = {{3, 0, 0.7, 32768}, {1, 1, 1.4, 0}};
+    sn_trace_algos_put(&n.t, fil, aw, 2);
+    assert_int_equal(sn_model_build(&n.t, &m), 0);
+    assert_int_equal(sn_planmodel_build(&n.t, &m, NULL, &pm, &st), 0);
+    assert_int_equal(st.options, 3);
+    assert_int_equal(st.virtual_ws, 1);
+    wi = tensor_of(&pm, &st, n.ws);
+    assert_int_equal(pm.tensor[wi].bytes, 0);
+    for (int s = 0; s < 11; s++) {
+        assert_int_equal(pm.step[s].own_workspace, 0);
+        assert_int_equal(st.supplied[s], s == 2 || s == 8 || s == 9);
+    }
+    assert_int_equal(pm.step[9].nalgo, 2);
+    near_ms(pm.step[9].algo[1].ms, 1.4);
+    sn_planmodel_free(&st);
+    sn_model_free(&m);
+    sn_trace_destroy(&n.t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -428,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_planmodel_opaque_step),
         cmocka_unit_test(test_planmodel_measured_copies),
         cmocka_unit_test(test_planmodel_no_iteration),
+        cmocka_unit_test(test_planmodel_algorithms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

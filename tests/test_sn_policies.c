@@ -3,7 +3,8 @@
  * policy/sn_policy_*.c) on two hand-built iterations whose plans and
  * timelines are worked out by hand in the comments: what each policy
  * offloads and drops, when it prefetches, which convolution algorithm it
- * picks, whether it fits a budget, and that libsn's own policy predicts no
+ * picks (also on a third, pair, where the framework's algorithm is not the
+ * fastest or does not fit), whether it fits a budget, and that libsn's own policy predicts no
  * slower than any seed policy. Also the normalisation every plan goes
  * through, invalid input, and invariants over a sweep of budgets (the
  * memory profile the policies plan with agrees with the timeline's
@@ -186,6 +187,51 @@ static const sn_plan_model tiny = {.nsteps = 5, .step = tiny_steps, .ntensors = 
                                    .tensor = tiny_tensors, .backward_start = 2,
                                    .fixed_bytes = 1 * MB, .h2d_gbps = 5.0, .d2h_gbps = 2.0,
                                    .duplex = 1.6, .copy_ms = 0.01};
+
+/* ---- pair: one layer's two convolutions and their choice of algorithm ----------------- */
+
+/* Steps: 0 conv forward (R X, W; K Y), 1 loss (R Y; K dY; backward from
+ * here, layer 1), 2 conv backward filter (R X, dY; K dW), 3 update (R dW;
+ * RW W). Steps 0 and 2 are layer 0's convolutions and choose between
+ * algorithm 0 (no workspace, `slow` ms) and algorithm 1 (1 ms, 16 MB of
+ * workspace; no buffer of the step's own); the framework runs algorithm
+ * `fw`, every other step takes 1 ms. X, Y and dY (alive for steps 1-2)
+ * are 8 MB, W and dW 1 MB; no fixed memory; copies at 8 GB/s (1 MB in
+ * 0.125 ms) with no fixed cost. Nothing moved, the steps hold
+ *   algorithm 1:  34 26 42 18 MB      algorithm 0:  18 26 26 18 MB. */
+enum { PX, PW, PY, PDY, PDW, PAIR_T };
+typedef struct pair_model {
+    sn_plan_algo algo[2];
+    sn_plan_step step[4];
+    sn_plan_tensor tensor[PAIR_T];
+    sn_plan_model m;
+} pair_model;
+static const sn_plan_access pXa[] = {{0, R}, {2, R}};
+static const sn_plan_access pWa[] = {{0, R}, {3, RW}};
+static const sn_plan_access pYa[] = {{0, K}, {1, R}};
+static const sn_plan_access pdYa[] = {{1, K}, {2, R}};
+static const sn_plan_access pdWa[] = {{2, K}, {3, R}};
+
+static const sn_plan_model *pair(pair_model *pm, double slow, int fw)
+{
+    memset(pm, 0, sizeof *pm);
+    pm->algo[0] = (sn_plan_algo){0, slow, 0};
+    pm->algo[1] = (sn_plan_algo){1, 1.0, 16 * MB};
+    for (int s = 0; s < 4; s++)
+        pm->step[s] = (sn_plan_step){.ms = 1.0, .phase = s == 0 ? 0 : s == 3 ? 2 : 1, .layer = s == 1};
+    for (int s = 0; s <= 2; s += 2)
+        pm->step[s] = (sn_plan_step){.ms = pm->algo[fw].ms, .phase = s ? 1 : 0, .layer = 0, .conv = 1,
+                                     .nalgo = 2, .algo = pm->algo, .framework_algo = fw};
+    pm->tensor[PX] = (sn_plan_tensor)TN(8 * MB, SN_PLAN_FEATURE, 0, pXa);
+    pm->tensor[PW] = (sn_plan_tensor)TN(1 * MB, SN_PLAN_WEIGHT, 0, pWa);
+    pm->tensor[PY] = (sn_plan_tensor)TN(8 * MB, SN_PLAN_FEATURE, 1, pYa);
+    pm->tensor[PDY] = (sn_plan_tensor)TBN(8 * MB, SN_PLAN_GRADIENT, 1, 2, pdYa);
+    pm->tensor[PDW] = (sn_plan_tensor)TN(1 * MB, SN_PLAN_WEIGHT_GRAD, 0, pdWa);
+    pm->m = (sn_plan_model){.nsteps = 4, .step = pm->step, .ntensors = PAIR_T, .tensor = pm->tensor,
+                            .backward_start = 1, .h2d_gbps = 8.0, .d2h_gbps = 8.0, .duplex = 2.0,
+                            .copy_ms = 0.0};
+    return &pm->m;
+}
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -773,6 +819,151 @@ static void test_auto_safety_net(void **state)
     sn_plan_free(&lru);
 }
 
+/* ---- algorithm choice ------------------------------------------------------------------- */
+
+static void expect_pair_algo(const sn_plan *p, int fwd, int bwd)
+{
+    if (p->algo[0] != fwd || p->algo[2] != bwd || p->algo[1] != -1 || p->algo[3] != -1)
+        fail_msg("algorithms %d %d %d %d, want %d -1 %d -1", p->algo[0], p->algo[1], p->algo[2], p->algo[3],
+                 fwd, bwd);
+}
+
+/* The framework runs pair's slow algorithm (3 ms), where a faster one
+ * needs 16 MB. At 42 MB both convolutions fit the fast one with nothing
+ * moved: auto, vdnn-dyn (its first configuration: nothing moved, fastest
+ * algorithms) and modnn (memory-optimal first, then upgraded by gain)
+ * upgrade both and move nothing, 4 ms instead of the framework's 8;
+ * superneurons upgrades both beside its liveness drops (Y after its read
+ * at step 1, dW after step 3). Policies that keep the framework's
+ * algorithms (lru, pooch) stay at 8 ms. */
+static void test_algo_upgrade(void **state)
+{
+    (void)state;
+    pair_model pm;
+    const sn_plan_model *m = pair(&pm, 3.0, 0);
+    static const int upgrade[] = {SN_POLICY_AUTO, SN_POLICY_VDNN_DYN, SN_POLICY_MODNN};
+    for (int i = 0; i < NA(upgrade); i++) {
+        sn_plan p = make(m, upgrade[i], 42);
+        assert_int_equal(p.nactions, 0);
+        expect_pair_algo(&p, 1, 1);
+        expect_time(&p, 4.0, 0.0, 42);
+        sn_plan_free(&p);
+    }
+    static const sn_plan_action live[] = {DROP(PY, 1), DROP(PDW, 3)};
+    sn_plan p = make(m, SN_POLICY_SUPERNEURONS, 42);
+    expect_actions(&p, live, NA(live));
+    expect_pair_algo(&p, 1, 1);
+    expect_time(&p, 4.0, 0.0, 34);
+    sn_plan_free(&p);
+    static const int keep[] = {SN_POLICY_LRU, SN_POLICY_POOCH};
+    for (int i = 0; i < NA(keep); i++) {
+        p = make(m, keep[i], 42);
+        assert_int_equal(p.nactions, 0);
+        expect_pair_algo(&p, 0, 0);
+        expect_time(&p, 8.0, 0.0, 26);
+        sn_plan_free(&p);
+    }
+}
+
+/* The framework runs pair's fast algorithm; the slow one takes 3 ms.
+ * - At 40 MB step 2 would hold 42: Y's contents are dead after step 1
+ *   (step 0 overwrites them), so auto and superneurons drop Y there and
+ *   keep both convolutions fast, 4 ms. vdnn-dyn has no liveness: nothing
+ *   moved is over the budget, vdnn-conv would bring X straight back (its
+ *   only backward reader is one step after its forward use), so it
+ *   downgrades layer 0, both of its convolutions at once: 8 ms.
+ * - At 33 MB step 0 fits the fast algorithm only with dW dropped (X, W, Y
+ *   and 16 MB of workspace), and step 2 only with Y dropped and W away
+ *   too (X, dY, dW and 16 MB). auto weighs W's swap (offload after step
+ *   0, back at step 3: 0.125 ms of stall, nothing earlier has room)
+ *   against the slow algorithm at step 2 (2 ms more) and swaps: 4.125 ms.
+ *   superneurons gives each convolution the fastest algorithm that fits
+ *   beside what its plan holds (W stays): fast at step 0, slow at step 2,
+ *   6 ms. vdnn-dyn as at 40.
+ * - With the slow algorithm at 1.1 ms instead, the same 33 MB: the
+ *   downgrade of step 2 costs 0.1 ms, less than W's swap: auto downgrades,
+ *   4.1 ms.
+ * - At 30 MB neither convolution fits the fast algorithm even alone on
+ *   the device (33 MB each): every policy downgrades both, 8 ms. */
+static void test_algo_downgrade(void **state)
+{
+    (void)state;
+    pair_model pm;
+    const sn_plan_model *m = pair(&pm, 3.0, 1);
+    static const sn_plan_action drops[] = {DROP(PY, 1), DROP(PDW, 3)};
+    static const int live[] = {SN_POLICY_AUTO, SN_POLICY_SUPERNEURONS};
+    for (int i = 0; i < NA(live); i++) {
+        sn_plan p = make(m, live[i], 40);
+        expect_actions(&p, drops, NA(drops));
+        expect_pair_algo(&p, 1, 1);
+        expect_time(&p, 4.0, 0.0, 34);
+        sn_plan_free(&p);
+    }
+    for (uint64_t b = 40; b >= 33; b -= 7) {
+        sn_plan p = make(m, SN_POLICY_VDNN_DYN, b);
+        assert_int_equal(p.nactions, 0);
+        expect_pair_algo(&p, 0, 0);
+        expect_time(&p, 8.0, 0.0, 26);
+        sn_plan_free(&p);
+    }
+
+    static const sn_plan_action swap[] = {OFF(PW, 0), DROP(PY, 1), PF(PW, 3, 3), DROP(PDW, 3)};
+    sn_plan p = make(m, SN_POLICY_AUTO, 33);
+    expect_actions(&p, swap, NA(swap));
+    expect_pair_algo(&p, 1, 1);
+    expect_time(&p, 4.125, 0.125, 33);
+    sn_plan_free(&p);
+    p = make(m, SN_POLICY_SUPERNEURONS, 33);
+    expect_actions(&p, drops, NA(drops));
+    expect_pair_algo(&p, 1, 0);
+    expect_time(&p, 6.0, 0.0, 33);
+    sn_plan_free(&p);
+
+    m = pair(&pm, 1.1, 1);
+    p = make(m, SN_POLICY_AUTO, 33);
+    expect_actions(&p, drops, NA(drops));
+    expect_pair_algo(&p, 1, 0);
+    expect_time(&p, 4.1, 0.0, 33);
+    sn_plan_free(&p);
+
+    m = pair(&pm, 3.0, 1);
+    for (int policy = SN_POLICY_AUTO; policy <= SN_POLICY_DYMEM; policy++) {
+        if (policy == SN_POLICY_LRU || policy == SN_POLICY_POOCH || policy == SN_POLICY_DYMEM)
+            continue; /* they keep the framework's algorithms: infeasible */
+        p = make(m, policy, 30);
+        expect_pair_algo(&p, 0, 0);
+        assert_int_equal(p.predicted.feasible, 1);
+        near(p.predicted.iter_ms, 8.0);
+        sn_plan_free(&p);
+    }
+    p = make(m, SN_POLICY_LRU, 30);
+    assert_int_equal(p.predicted.feasible, 0);
+    sn_plan_free(&p);
+}
+
+/* Below what any plan can fit, auto still chooses the plan that needs
+ * least: on net4 at 25 MB no plan fits, as step 5 alone holds A2, dB2,
+ * dA2 and the fixed 2 MB (26 MB). Every plan peaks at those 26 MB, each
+ * convolution's own working set being 17 MB + workspace; the plans that
+ * keep the framework's 4 MB algorithms hold more over the steps than those
+ * with the memory-optimal ones, which auto takes, leaving demand residency
+ * less to make up for: every convolution memory-optimal. Before the
+ * workspace counted, the first plan found with that peak (the framework's
+ * algorithms) was kept. */
+static void test_algo_infeasible(void **state)
+{
+    (void)state;
+    sn_plan p = make(&net4, SN_POLICY_AUTO, 25);
+    assert_int_equal(p.predicted.feasible, 0);
+    expect_algo(&p, net4_minws, 12);
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, &net4, 25 * MB), 0);
+    sn_pol_acts A = {.a = p.actions, .n = p.nactions, .cap = p.nactions};
+    assert_int_equal(sn_pol_profile(&P, &A, p.algo, NULL), 26 * MB);
+    sn_pol_fini(&P);
+    sn_plan_free(&p);
+}
+
 /* ---- normalisation ---------------------------------------------------------------------- */
 
 static void test_normalize(void **state)
@@ -925,6 +1116,8 @@ int main(void)
         cmocka_unit_test(test_modnn),         cmocka_unit_test(test_pooch),
         cmocka_unit_test(test_dymem),         cmocka_unit_test(test_auto_net4),
         cmocka_unit_test(test_auto_res),      cmocka_unit_test(test_auto_safety_net),
+        cmocka_unit_test(test_algo_upgrade),  cmocka_unit_test(test_algo_downgrade),
+        cmocka_unit_test(test_algo_infeasible),
         cmocka_unit_test(test_normalize),
         cmocka_unit_test(test_sweep_net4),    cmocka_unit_test(test_sweep_res),
     };

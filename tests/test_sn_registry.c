@@ -312,7 +312,7 @@ static void test_access_arena_uses(void **state)
     sn_trace_access acc[8];
     sn_arena_use use[4];
     sn_arena_use peer[2];
-    sn_access_uses u = {use, 4, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_uses u = {use, 4, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
     sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_int_equal(u.n, 2);
     assert_false(u.all);

@@ -8,11 +8,29 @@
  *    iterations to average over); a failed call did nothing and takes 0. A
  *    time not measured is taken as 0 and counted (store->untimed).
  *  - Convolutions (forward, backward data, backward filter; the bias
- *    gradient is a reduction with no algorithm) carry one option: the
- *    framework's algorithm, its time and the workspace it was given. That
- *    workspace is the framework's own buffer, which the step also accesses
- *    as a tensor (SN_PLAN_SCRATCH): the step's own_workspace says so, and
- *    only an algorithm needing more than it costs extra memory.
+ *    gradient is a reduction with no algorithm) carry the framework's
+ *    algorithm, its time and the workspace it was given. That workspace is
+ *    the framework's own buffer, which the step also accesses as a tensor
+ *    (SN_PLAN_SCRATCH): the step's own_workspace says so, and only an
+ *    algorithm needing more than it costs extra memory. Where manage mode
+ *    measured the step's configuration (sn_trace_algos_get: the library's
+ *    own search, once per configuration), every algorithm it timed is an
+ *    option too, with the workspace it needs. The search times one run of
+ *    each in isolation; the profile timed the framework's algorithm in the
+ *    iteration itself, so every option's time is scaled by the ratio of
+ *    the two (the framework's option then takes exactly its profiled
+ *    time). Where the framework's algorithm is deterministic, options the
+ *    library calls non-deterministic are left out: a run must not become
+ *    irreproducible because libsn chose its algorithms.
+ *  - A buffer the framework uses only as the workspace of such measured
+ *    convolutions is not touched while a plan is followed: manage mode
+ *    gives each of those calls the workspace of the algorithm it runs
+ *    from libsn's scratch (none when it needs none), the framework's own
+ *    algorithm included. The buffer then takes no memory (0 bytes), the
+ *    steps name no workspace of their own (own_workspace 0), and every
+ *    option's workspace is memory for the step's duration (store->supplied
+ *    says which steps). So a smaller workspace than the framework's saves
+ *    memory, and a larger one costs it.
  *  - Pinned tensors: cuDNN's and cuBLAS's own memory that calls name (the
  *    libraries touch it inside calls no argument describes, so manage mode
  *    keeps it resident), and whatever manage mode does not serve from its
@@ -43,6 +61,7 @@
 #include "tracer/sn_planmodel.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +171,53 @@ static int sn_pm_unnamed(const sn_trace *t, size_t i, const char *named, uint64_
     return !(lib && x->alloc_call <= lo && (!x->freed || x->free_call >= hi));
 }
 
+/* The options of convolution step e (its time as profiled: time) into out:
+ * the measured algorithms of its configuration, scaled, or the framework's
+ * alone (fw_only, or none measured: *measured 0). Returns how many; *fw:
+ * the framework's index among them. */
+static int sn_pm_options(const sn_trace *t, const sn_trace_call *e, double time, int fw_only, sn_plan_algo *out,
+                         int *fw, int *measured)
+{
+    int nm = 0;
+    const sn_trace_algo *ma = fw_only ? NULL : sn_trace_algos_get(t, e->conf, &nm);
+    *measured = ma != NULL;
+    const sn_trace_algo *mine = NULL;
+    for (int i = 0; ma && i < nm; i++)
+        if (ma[i].algo == e->algo && isfinite(ma[i].ms) && ma[i].ms >= 0)
+            mine = &ma[i];
+    double scale = mine && mine->ms > 0 && time > 0 ? time / mine->ms : 1.0;
+    int k = 0;
+    out[k++] = (sn_plan_algo){.algo = e->algo, .ms = time, .workspace = e->workspace};
+    *fw = 0;
+    for (int i = 0; ma && i < nm; i++) {
+        const sn_trace_algo *a = &ma[i];
+        if (a == mine || a->algo == e->algo || !isfinite(a->ms) || a->ms < 0 ||
+            (mine && mine->deterministic && !a->deterministic))
+            continue;
+        out[k++] = (sn_plan_algo){.algo = a->algo, .ms = a->ms * scale, .workspace = a->workspace};
+    }
+    /* the framework's algorithm needs what the search said, at most what
+     * it was given (its call succeeded with that) */
+    if (mine && mine->workspace < e->workspace)
+        out[0].workspace = mine->workspace;
+    return k;
+}
+
+/* A buffer used only as the workspace of convolutions whose algorithms
+ * were measured: libsn supplies their workspace itself, so the buffer is
+ * never touched while a plan is followed. */
+static int sn_pm_workspace_only(const sn_plan_tensor *pt, const sn_plan_step *steps, const char *measured)
+{
+    if (pt->pinned || pt->naccess == 0)
+        return 0;
+    for (int i = 0; i < pt->naccess; i++) {
+        const sn_plan_access *a = &pt->access[i];
+        if (!(a->mode & SN_PLAN_SCRATCH) || !steps[a->step].conv || !measured[a->step])
+            return 0;
+    }
+    return 1;
+}
+
 void sn_planmodel_free(sn_planmodel_store *st)
 {
     free(st->step);
@@ -161,6 +227,7 @@ void sn_planmodel_free(sn_planmodel_store *st)
     free(st->access);
     free(st->call);
     free(st->model_step);
+    free(st->supplied);
     memset(st, 0, sizeof *st);
 }
 
@@ -210,7 +277,11 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
         const sn_trace_call *e = &t->calls[call];
         if ((e->flags & (SN_TC_OPAQUE | SN_TC_FAILED)) == SN_TC_OPAQUE)
             opaque[nopaque++] = k;
-        nconv += call == m->steps[c.step[k]].call && sn_pm_conv(e->op);
+        if (call == m->steps[c.step[k]].call && sn_pm_conv(e->op)) {
+            int measured = 0;
+            sn_trace_algos_get(t, e->conf, &measured);
+            nconv += 1 + measured;
+        }
     }
     size_t total = 0;
     for (int i = 0; i < nt; i++)
@@ -226,6 +297,9 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
         goto fail;
     st->opaque = nopaque;
     st->unnamed = nx;
+    st->supplied = calloc((size_t)n, 1);
+    if (!st->supplied)
+        goto fail;
 
     int na = 0;
     for (int k = 0; k < n; k++) {
@@ -246,14 +320,14 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
         ps->conv = own && sn_pm_conv(e->op);
         ps->framework_algo = -1;
         if (ps->conv) {
-            sn_plan_algo *a = &st->algo[na++];
-            a->algo = e->algo;
-            a->ms = time;
-            a->workspace = e->workspace;
             ps->own_workspace = e->workspace;
-            ps->nalgo = 1;
-            ps->algo = a;
-            ps->framework_algo = 0;
+            ps->algo = &st->algo[na];
+            int measured = 0;
+            int fw_only = (e->flags & SN_TC_FAILED) || (link && link->framework_only);
+            ps->nalgo = sn_pm_options(t, e, time, fw_only, &st->algo[na], &ps->framework_algo, &measured);
+            na += ps->nalgo;
+            st->options += ps->nalgo > 1;
+            st->supplied[k] = (char)measured;
         }
         st->call[k] = call;
         st->model_step[k] = s;
@@ -279,6 +353,25 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
         pt->access = st->access + off;
         off += (size_t)pt->naccess;
     }
+
+    /* Workspaces libsn supplies: the framework's buffer takes no memory
+     * (it is not touched), and each of its convolutions takes its
+     * algorithm's whole workspace for its duration. A step whose buffer
+     * also serves anything else keeps it (supplied stays 0 there). */
+    char *measured = st->supplied; /* so far: the steps with measured algorithms */
+    for (int i = 0; i < nt; i++) {
+        sn_plan_tensor *pt = &st->tensor[i];
+        if (!sn_pm_workspace_only(pt, st->step, measured))
+            continue;
+        pt->bytes = 0;
+        st->virtual_ws++;
+        for (int j = 0; j < pt->naccess; j++)
+            st->step[pt->access[j].step].own_workspace = 0;
+    }
+    /* now: the measured steps with no buffer of their own (none given, or
+     * one just found to be libsn's to replace) */
+    for (int k = 0; k < n; k++)
+        st->supplied[k] = measured[k] && st->step[k].own_workspace == 0;
 
     double h2d, d2h;
     sn_planmodel_measure_copies(t, &h2d, &d2h, &st->h2d_copies, &st->d2h_copies);

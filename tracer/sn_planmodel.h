@@ -53,10 +53,14 @@ enum sn_planmodel_source {
     SN_PLANMODEL_DEFAULT,   /* SN_PLANMODEL_DEFAULT_GBPS */
 };
 
-/* Bandwidths known from elsewhere (a device table, libsn's own copies),
- * GB/s; 0: not known. Used where the run measured none. */
+/* What the caller adds: bandwidths known from elsewhere (a device table,
+ * libsn's own copies), GB/s, 0: not known, used where the run measured
+ * none; and framework_only: leave the algorithms measured for the
+ * convolutions out (each keeps the framework's algorithm and buffer, as
+ * SN_WORKSPACE=keep runs them). */
 typedef struct sn_planmodel_link {
     double h2d_gbps, d2h_gbps;
+    int framework_only;
 } sn_planmodel_link;
 
 /* Owns every array an sn_plan_model built by sn_planmodel_build points
@@ -71,6 +75,10 @@ typedef struct sn_planmodel_store {
     uint64_t *call;              /* per step: its call's index in the trace's log */
     int *model_step;             /* per step: the model step it belongs to (the one at
                                     or after it: the tracer's position 2k or 2k+1) */
+    int options;                 /* convolution steps with a choice of algorithm (measured) */
+    char *supplied;              /* per step: a convolution whose workspace libsn supplies (its
+                                    framework's buffer serves nothing else and is not touched) */
+    int virtual_ws;              /* framework buffers used only as such workspaces (0 bytes here) */
     int untimed;                 /* steps whose device time was not measured (0 ms) */
     int opaque;                  /* steps libsn could not see through */
     int pinned;                  /* tensors that may never leave the device */

@@ -145,6 +145,11 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             mib(s->largest_need), need);
     fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
             (unsigned long long)s->oom_allocs);
+    if (s->algo_searches || s->workspace != SN_WORKSPACE_KEEP)
+        fprintf(f, "  algorithms         SN_WORKSPACE=%s; %llu convolution configurations searched (%llu found "
+                   "nothing); scratch for the searches at most %.1f MiB\n",
+                sn_option_choice("SN_WORKSPACE", s->workspace), (unsigned long long)s->algo_searches,
+                (unsigned long long)s->algo_search_failed, mib(s->search_peak));
     if (!s->has_plan) {
         fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
         return;
@@ -171,6 +176,14 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
             (unsigned long long)s->plan_offloads, mib(s->plan_offload_bytes), (unsigned long long)s->plan_drops,
             (unsigned long long)s->plan_cancelled, (unsigned long long)s->plan_skipped);
+    fprintf(f, "  planned algorithms %d of %d convolution steps with a choice run another algorithm than the "
+               "framework's%s: %d faster, %d with less workspace; %llu calls so (%llu with libsn's workspace), "
+               "%llu left as the framework made them; libsn's workspace at most %.1f MiB\n",
+            s->plan_algo_up + s->plan_algo_down, s->plan_algo_steps,
+            s->plan_algo_framework ? " (keeping them all was predicted best)" : "", s->plan_algo_up,
+            s->plan_algo_down,
+            (unsigned long long)s->plan_algo_calls, (unsigned long long)s->plan_algo_scratch_calls,
+            (unsigned long long)s->plan_algo_kept, mib(s->scratch_peak));
     if (!s->plan_niter)
         return;
     if (s->plan_stall_ms >= 0)
@@ -213,8 +226,12 @@ static void text_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
         return;
     fprintf(f, "\nplan model (what a policy plans with: one step per call of the iteration)\n");
     int other = pm.nsteps - (int)m->period;
-    fprintf(f, "  steps          %d: %zu compute steps, %d other call%s; %d convolutions; backward from step %d\n",
-            pm.nsteps, m->period, other, other == 1 ? "" : "s", plan_convolutions(&pm), pm.backward_start);
+    char algos[96] = "";
+    if (t->nconf)
+        snprintf(algos, sizeof algos, " (%d with a choice of algorithm, %zu configurations measured)", ps.options,
+                 t->nconf);
+    fprintf(f, "  steps          %d: %zu compute steps, %d other call%s; %d convolutions%s; backward from step %d\n",
+            pm.nsteps, m->period, other, other == 1 ? "" : "s", plan_convolutions(&pm), algos, pm.backward_start);
     fprintf(f, "  tensors        %d: %d pinned, %d named by no call; library memory %.3f MiB\n", pm.ntensors,
             ps.pinned, ps.unnamed, mib(pm.fixed_bytes));
     fprintf(f, "  copies         to the device %.2f GB/s (%s), to the host %.2f GB/s (%s); both ways %.1fx; "
@@ -243,12 +260,14 @@ static void json_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
         accesses += pm.tensor[i].naccess;
     for (int s = 0; s < pm.nsteps; s++)
         ms += pm.step[s].ms;
-    fprintf(f, ",\"plan_model\":{\"steps\":%d,\"compute_steps\":%zu,\"convolutions\":%d,\"backward_start\":%d,"
+    fprintf(f, ",\"plan_model\":{\"steps\":%d,\"compute_steps\":%zu,\"convolutions\":%d,\"algo_choices\":%d,"
+               "\"algo_configs\":%zu,\"backward_start\":%d,"
                "\"ms\":%.6f,\"untimed_steps\":%d,\"opaque_steps\":%d,\"tensors\":%d,\"pinned\":%d,"
                "\"unnamed\":%d,\"accesses\":%ld,\"fixed_bytes\":%llu,\"h2d_gbps\":%.6f,\"h2d_source\":\"%s\","
                "\"h2d_copies\":%d,\"d2h_gbps\":%.6f,\"d2h_source\":\"%s\",\"d2h_copies\":%d,\"duplex\":%.3f,"
                "\"copy_ms\":%.6f,\"unmap_ms\":%.6f,\"map_ms\":%.6f}",
-            pm.nsteps, m->period, plan_convolutions(&pm), pm.backward_start, ms, ps.untimed, ps.opaque, pm.ntensors,
+            pm.nsteps, m->period, plan_convolutions(&pm), ps.options, t->nconf, pm.backward_start, ms, ps.untimed,
+            ps.opaque, pm.ntensors,
             ps.pinned, ps.unnamed, accesses, (unsigned long long)pm.fixed_bytes, pm.h2d_gbps,
             source_name(ps.h2d_source), ps.h2d_copies, pm.d2h_gbps, source_name(ps.d2h_source), ps.d2h_copies,
             pm.duplex, pm.copy_ms, pm.unmap_ms, pm.map_ms);
@@ -442,7 +461,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
-               "\"predicted_drops\":%llu,\"dropped_reads\":%llu,",
+               "\"predicted_drops\":%llu,\"dropped_reads\":%llu,\"workspace\":\"%s\",\"algo_searches\":%llu,"
+               "\"algo_search_failed\":%llu,\"search_peak\":%llu,\"scratch_peak\":%llu,",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
@@ -458,18 +478,27 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
-            (unsigned long long)s->dropped_reads);
+            (unsigned long long)s->dropped_reads, sn_option_choice("SN_WORKSPACE", s->workspace),
+            (unsigned long long)s->algo_searches, (unsigned long long)s->algo_search_failed,
+            (unsigned long long)s->search_peak, (unsigned long long)s->scratch_peak);
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
-                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s,"
-                   "\"predicted_stall_ms\":%.6f,\"rebound\":%llu,\"per_iteration\":[",
+                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"algo_steps\":%d,\"algo_up\":%d,"
+                   "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
+                   "\"algo_kept\":%llu,"
+                   "\"bad_step\":%d,\"why\":%s%s%s,\"predicted_stall_ms\":%.6f,\"rebound\":%llu,"
+                   "\"per_iteration\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
-                (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_bad_step,
+                (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_algo_steps,
+                s->plan_algo_up, s->plan_algo_down, s->plan_algo_framework ? "true" : "false",
+                (unsigned long long)s->plan_algo_calls,
+                (unsigned long long)s->plan_algo_scratch_calls, (unsigned long long)s->plan_algo_kept,
+                s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
                 (unsigned long long)s->plan_rebound);

@@ -8,9 +8,18 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <uthash.h>
+
 #include "common/sn_log.h"
 
 #define SN_NO_TENSOR UINT32_MAX
+
+struct sn_trace_algos {
+    uint64_t conf;
+    int n;                   /* -1: being measured */
+    sn_trace_algo *a;
+    UT_hash_handle hh;
+};
 
 void sn_trace_init(sn_trace *t, int dev)
 {
@@ -43,7 +52,66 @@ void sn_trace_destroy(sn_trace *t)
     sn_unmap(t->acc, t->cap_acc, sizeof *t->acc);
     sn_unmap(t->shapes, t->cap_shapes, sizeof *t->shapes);
     sn_cursor_destroy(&t->cursor);
+    sn_trace_algos *e, *tmp;
+    HASH_ITER(hh, t->algos, e, tmp) {
+        HASH_DEL(t->algos, e);
+        free(e->a);
+        free(e);
+    }
     memset(t, 0, sizeof *t);
+}
+
+int sn_trace_algos_claim(sn_trace *t, uint64_t conf)
+{
+    if (!conf || t->state != SN_TRACE_RECORDING)
+        return 0;
+    sn_trace_algos *e;
+    HASH_FIND(hh, t->algos, &conf, sizeof conf, e);
+    if (e || !(e = calloc(1, sizeof *e)))
+        return 0;
+    e->conf = conf;
+    e->n = -1;
+    HASH_ADD(hh, t->algos, conf, sizeof e->conf, e);
+    return 1;
+}
+
+void sn_trace_algos_put(sn_trace *t, uint64_t conf, const sn_trace_algo *a, int n)
+{
+    sn_trace_algos *e;
+    HASH_FIND(hh, t->algos, &conf, sizeof conf, e);
+    if (n < 0) {
+        if (e && e->n < 0) {
+            HASH_DEL(t->algos, e);
+            free(e->a);
+            free(e);
+        }
+        return;
+    }
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e)))
+            return;
+        e->conf = conf;
+        HASH_ADD(hh, t->algos, conf, sizeof e->conf, e);
+    } else if (e->n >= 0) {
+        return; /* measured already: the first measurement stands */
+    }
+    e->a = n ? malloc((size_t)n * sizeof *e->a) : NULL;
+    e->n = e->a ? n : 0;
+    if (e->a)
+        memcpy(e->a, a, (size_t)n * sizeof *a);
+    t->nconf++;
+}
+
+const sn_trace_algo *sn_trace_algos_get(const sn_trace *t, uint64_t conf, int *n)
+{
+    sn_trace_algos *e = NULL;
+    *n = 0;
+    if (conf)
+        HASH_FIND(hh, t->algos, &conf, sizeof conf, e);
+    if (!e || e->n <= 0)
+        return NULL;
+    *n = e->n;
+    return e->a;
 }
 
 static int sn_grow_mapped(void **p, size_t *cap, size_t need, size_t elem)
@@ -199,6 +267,7 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
         .shape_begin = (uint32_t)t->nshapes,
         .algo = c->algo,
         .sig = sn_trace_signature(c),
+        .conf = c->conf,
         .workspace = c->workspace,
         .live_bytes = t->live_bytes,
         .stream = c->stream,

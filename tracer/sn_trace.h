@@ -80,6 +80,7 @@ typedef struct sn_trace_call {
     uint32_t shape_begin;
     int32_t algo;
     uint64_t sig;          /* op, shapes and parameters: what repeats each iteration */
+    uint64_t conf;         /* convolution configuration (sn_call.conf), 0 if none */
     uint64_t workspace;
     uint64_t live_bytes;   /* device bytes allocated when the call was made */
     void *stream;
@@ -107,6 +108,19 @@ typedef struct sn_trace_stats {
     uint64_t alloc_count[SN_OWNER_COUNT], alloc_bytes[SN_OWNER_COUNT];   /* allocations made, by owner */
 } sn_trace_stats;
 
+/* One way to run a convolution configuration, as libsn measured it
+ * (manage mode, SN_WORKSPACE auto or min): the library's algorithm number,
+ * its time as the library's own search timed it, the workspace it needs,
+ * and whether the library calls it deterministic. */
+typedef struct sn_trace_algo {
+    int32_t algo;
+    int32_t deterministic;
+    double ms;
+    uint64_t workspace;
+} sn_trace_algo;
+
+typedef struct sn_trace_algos sn_trace_algos; /* the measured configurations (sn_trace.c) */
+
 /* What sn_trace_call_add returns for a call it counted but did not log. */
 #define SN_TRACE_UNRECORDED ((int64_t)-2)
 
@@ -131,6 +145,8 @@ typedef struct sn_trace {
     uint64_t unknown_ranges;           /* ranges that hit no known allocation */
     sn_trace_stats run;
     sn_cursor cursor;                  /* FOLLOWING: where the run is in the iteration */
+    sn_trace_algos *algos;             /* convolution algorithms measured, by configuration */
+    size_t nconf;                      /* configurations measured (some may have no algorithm) */
 } sn_trace;
 
 void sn_trace_init(sn_trace *t, int dev);
@@ -156,6 +172,18 @@ void sn_trace_call_time(sn_trace *t, int64_t index, double start_ms, double dur_
  * arguments in the log. */
 int sn_trace_follow(sn_trace *t, const uint64_t *sig, size_t period, size_t pos, int synced,
                     uint64_t iterations);
+
+/* Convolution algorithms by configuration (sn_call.conf), measured once
+ * each while the log is recorded. claim returns 1 when the caller is to
+ * measure conf now (it is then marked as being measured), 0 when it is
+ * measured, being measured, or the log is no longer recorded (or out of
+ * memory). put stores what the caller measured (n >= 0, copied; n = 0:
+ * nothing could be measured, which is not tried again), or with n < 0
+ * gives the claim back so that the next call of conf tries again. get
+ * returns the algorithms measured for conf (*n of them), NULL when none. */
+int sn_trace_algos_claim(sn_trace *t, uint64_t conf);
+void sn_trace_algos_put(sn_trace *t, uint64_t conf, const sn_trace_algo *a, int n);
+const sn_trace_algo *sn_trace_algos_get(const sn_trace *t, uint64_t conf, int *n);
 
 /* Bytes the recorded log holds. */
 size_t sn_trace_log_bytes(const sn_trace *t);
