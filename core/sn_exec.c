@@ -110,9 +110,8 @@ static int sn_exec_index(sn_exec *ex)
 
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget)
 {
-    memset(ex, 0, sizeof *ex);
+    sn_exec_free(ex);
     ex->policy = policy;
-    ex->last_pos = -1;
     sn_model m;
     if (sn_model_build(t, &m) != 0)
         return -1;
@@ -131,6 +130,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_exec_bind(ex, &ps, &pm, reg, dev);
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
+        ex->plans++;
         rc = 0;
         sn_info("device %d: plan of %s for %d steps under %llu bytes: %d moves; %d tensors bound, %d left to "
                 "demand; predicted %.3f ms per iteration%s",
@@ -197,6 +197,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
          * from here, what was passed meanwhile is left to demand */
         ex->off = 0;
         ex->started = 0;
+        ex->resumed++;
     }
     pos = sn_exec_order(pos);
     if (!ex->started) {
@@ -212,6 +213,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         sn_exec_after(ex, ex->next_off, ex->nsteps, out, drop, nout, cap);
         ex->next_off = ex->next_pre = 0;
         ex->iterations++;
+        ex->iterations_all++;
     }
     ex->last_pos = pos;
     int from = ex->next_off;
@@ -233,6 +235,12 @@ void sn_exec_free(sn_exec *ex)
     free(ex->act_off);
     free(ex->act);
     free(ex->block);
+    sn_exec keep = *ex;
     memset(ex, 0, sizeof *ex);
     ex->last_pos = -1;
+    ex->plans = keep.plans;
+    ex->iterations_all = keep.iterations_all;
+    ex->left = keep.left;
+    ex->resumed = keep.resumed;
+    ex->skipped_unbound = keep.skipped_unbound;
 }

@@ -19,6 +19,13 @@
  * order. Moves after a step start at the first call past its position,
  * moves at a step before that step's call is forwarded. A position lower
  * than the last one seen starts a new iteration.
+ *
+ * Off the plan: a call off the learned sequence (position -1) leaves the
+ * plan (demand residency only) until the tracer places a call again, which
+ * it does from an iteration's first step: the plan resumes there, what was
+ * passed meanwhile left to demand. When the tracer learns the iteration
+ * anew (a batch size changed), the core makes a new plan with
+ * sn_exec_build on the same sn_exec: the counts of the run go on.
  */
 #ifndef SN_EXEC_H
 #define SN_EXEC_H
@@ -43,18 +50,25 @@ typedef struct sn_exec {
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
     int started;             /* a position has been seen (since the run came back) */
     int off;                 /* the run is off the learned sequence */
-    uint64_t left;           /* times it left it (and came back, unless off) */
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
-    uint64_t iterations, skipped_unbound;  /* skipped: not bound, or past what one call starts */
+    uint64_t iterations;     /* iterations this plan was followed in */
     double predicted_ms;
     uint64_t plan_budget;
+    /* the whole run, every plan made (kept by sn_exec_build) */
+    uint64_t plans;          /* plans made */
+    uint64_t iterations_all; /* iterations a plan was followed in */
+    uint64_t left;           /* times the run left the learned sequence */
+    uint64_t resumed;        /* times a plan resumed after that */
+    uint64_t skipped_unbound;  /* moves not started: not bound, or past what one call starts */
 } sn_exec;
 
 /* Makes the plan of the iteration trace t has learned (t following it) for
  * device dev under budget bytes, and binds its tensors to the arena blocks
- * the registry knows. The caller holds the registry's and the device's
- * locks (the trace's log is read). Returns 0 with ex active, -1 when no plan
- * could be made (ex inactive: demand residency only). */
+ * the registry knows; a plan ex held before is freed, the run's counts
+ * kept. ex is zeroed (or built before) by the caller. The caller holds the
+ * registry's and the device's locks (the trace's log is read), and ex's.
+ * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
+ * demand residency only). */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, uint64_t budget);
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
@@ -63,6 +77,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
 void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
                  size_t cap);
 
+/* Frees the plan; the run's counts stay. */
 void sn_exec_free(sn_exec *ex);
 
 #endif

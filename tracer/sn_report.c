@@ -145,23 +145,32 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
             mib(s->largest_need), need);
     fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
             (unsigned long long)s->oom_allocs);
+    if (s->relearn_begun)
+        fprintf(f, "  learned anew       %llu times of %llu begun (the run stayed off the learned iteration; a "
+                   "new profile, and a new plan, each time)\n",
+                (unsigned long long)s->relearned, (unsigned long long)s->relearn_begun);
     if (!s->has_plan) {
         fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
         return;
     }
+    char last[96] = "";
+    if (s->plans > 1)
+        snprintf(last, sizeof last, " (%llu under the last of %llu plans)", (unsigned long long)s->plan_iterations_last,
+                 (unsigned long long)s->plans);
     if (s->plan_why)
-        fprintf(f, "  plan               %s, followed %llu iterations; not feasible as made (%s, step %d): "
+        fprintf(f, "  plan               %s, followed %llu iterations%s; not feasible as made (%s, step %d): "
                    "demand residency makes up for it\n",
-                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations, last,
                 s->plan_why, s->plan_bad_step);
     else
-        fprintf(f, "  plan               %s, followed %llu iterations; predicted %.3f ms per iteration\n",
-                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+        fprintf(f, "  plan               %s, followed %llu iterations%s; predicted %.3f ms per iteration\n",
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations, last,
                 s->plan_predicted_ms);
     if (s->plan_left)
-        fprintf(f, "  off the plan       %llu times the run left the learned sequence (demand residency only "
-                   "until it was back at an iteration's first step)\n",
-                (unsigned long long)s->plan_left);
+        fprintf(f, "  off the plan       %llu times the run left the learned sequence, %llu steps off it (demand "
+                   "residency only meanwhile); the plan resumed %llu times at an iteration's first step\n",
+                (unsigned long long)s->plan_left, (unsigned long long)s->plan_off_steps,
+                (unsigned long long)s->plan_resumed);
     fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
                "%llu kept (used again while leaving), %llu skipped\n",
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
@@ -417,7 +426,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
-               "\"predicted_drops\":%llu,\"dropped_reads\":%llu,",
+               "\"predicted_drops\":%llu,\"dropped_reads\":%llu,\"relearn_begun\":%llu,\"relearned\":%llu,",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
@@ -433,17 +442,21 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
-            (unsigned long long)s->dropped_reads);
+            (unsigned long long)s->dropped_reads, (unsigned long long)s->relearn_begun,
+            (unsigned long long)s->relearned);
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
-                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
+                   "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"resumed\":%llu,\"off_steps\":%llu,"
+                   "\"plans\":%llu,\"iterations_last\":%llu,\"bad_step\":%d,\"why\":%s%s%s}},",
                 sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
                 s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
-                (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left, s->plan_bad_step,
+                (unsigned long long)s->plan_skipped, (unsigned long long)s->plan_left,
+                (unsigned long long)s->plan_resumed, (unsigned long long)s->plan_off_steps,
+                (unsigned long long)s->plans, (unsigned long long)s->plan_iterations_last, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "");
     else
