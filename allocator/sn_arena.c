@@ -1275,9 +1275,10 @@ static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, uint64_t 
         (*blocks)[(*n)++] = b;
     }
     b->call_mode |= mode;
-    /* reads are checked against the contents before the call; the part it
-     * writes without reading counts after it */
-    if ((mode & SN_READ) && sn_predict_reads_dropped(&b->pred, off, len))
+    /* reads are checked against the contents before the call (a use that
+     * gives no range reads all of it); the part it writes without reading
+     * counts after it */
+    if ((mode & SN_READ) && sn_predict_reads_dropped(&b->pred, len ? off : 0, len ? len : UINT64_MAX))
         b->call_reads_dropped = 1;
     if (mode & SN_ARENA_DEFINES)
         sn_predict_extend(&b->call_def_lo, &b->call_def_hi, off, len);
