@@ -59,6 +59,8 @@ typedef struct sn_block {
     size_t index;            /* position in the arena's block array */
     int pins;
     unsigned call_mode;      /* how the collecting call uses it */
+    unsigned call_reads_dropped : 1; /* ... it reads bytes dropped as predicted dead */
+    uint64_t call_def_lo, call_def_hi; /* ... bytes it writes without reading (a part) */
     unsigned resident : 1;
     unsigned busy : 1;       /* a thread is moving it */
     unsigned dirty : 1;      /* the device holds the only current copy */
@@ -1008,7 +1010,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
                 /* predicted dead: the device's newer contents are gone, and
                  * the host's older copy must never come back */
                 ar->st.predicted_drops++;
-                b->pred.dropped = 1;
+                sn_predict_dropped(&b->pred);
                 b->host_valid = 0;
             } else if (!m->copy && b->host_valid) {
                 ar->st.clean_drops++;
@@ -1158,13 +1160,15 @@ static int sn_whole_overwrite(const sn_block *b)
     return !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
 }
 
-/* A call at position pos uses b (its mode in call_mode): one more
- * observation for the prediction, and a read of contents dropped as
- * predicted dead is a libsn error, said loudly. */
+/* A call at position pos uses b (its mode in call_mode, what it reads and
+ * defines of it in call_*): one more observation for the prediction, and
+ * a read of contents dropped as predicted dead is a libsn error, said
+ * loudly. Writing into dropped contents is not reading them. */
 static void sn_learn_locked(sn_arena *ar, sn_block *b, int64_t pos)
 {
     int64_t before = b->pred.last_pos;
-    if (sn_predict_use(&b->pred, pos, sn_whole_overwrite(b))) {
+    if (sn_predict_use(&b->pred, pos, sn_whole_overwrite(b), b->call_reads_dropped, b->call_def_lo,
+                       b->call_def_hi - b->call_def_lo)) {
         ar->st.dropped_reads++;
         sn_error("device %d: contents of the block at %p were dropped as predicted dead after its use at "
                  "position %lld of the iteration, and are now read at position %lld: this run's results "
@@ -1259,12 +1263,14 @@ static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
     return lost;
 }
 
-static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***blocks, size_t *n, size_t *cap,
-                             sn_arena_ticket *t)
+static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, uint64_t off, uint64_t len, void ***blocks,
+                             size_t *n, size_t *cap, sn_arena_ticket *t)
 {
     if (b->mark != ar->clock) {
         b->mark = ar->clock;
         b->call_mode = 0;
+        b->call_reads_dropped = 0;
+        b->call_def_lo = b->call_def_hi = 0;
         if (*n == *cap) {
             size_t c = *cap * 2;
             void **p = *blocks == t->small ? malloc(c * sizeof *p) : realloc(*blocks, c * sizeof *p);
@@ -1278,6 +1284,13 @@ static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, void ***b
         (*blocks)[(*n)++] = b;
     }
     b->call_mode |= mode;
+    /* reads are checked against the contents before the call (a use that
+     * gives no range reads all of it); the part it writes without reading
+     * counts after it */
+    if ((mode & SN_READ) && sn_predict_reads_dropped(&b->pred, len ? off : 0, len ? len : UINT64_MAX))
+        b->call_reads_dropped = 1;
+    if (mode & SN_ARENA_DEFINES)
+        sn_predict_extend(&b->call_def_lo, &b->call_def_hi, off, len);
     return 0;
 }
 
@@ -1306,21 +1319,23 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             /* libsn's scratch is no framework call's to touch */
             for (size_t i = 0; i < ar->nblocks && !oom; i++)
                 if (!ar->blocks[i]->is_free && !ar->blocks[i]->scratch)
-                    oom = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, &t->blocks, &t->nblocks, &cap, t);
+                    oom = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, &t->blocks,
+                                            &t->nblocks, &cap, t);
         }
         for (size_t i = 0; i < nuses && !oom; i++) {
             sn_block *b = uses[i].block;
             unsigned mode = uses[i].mode;
             /* overwriting one allocation of a shared block leaves the others' contents */
             if (b->shared && b->nlive > 1)
-                mode &= ~(unsigned)SN_OVERWRITE;
-            oom = sn_collect_locked(ar, b, mode, &t->blocks, &t->nblocks, &cap, t);
+                mode &= ~(unsigned)(SN_OVERWRITE | SN_ARENA_DEFINES);
+            oom = sn_collect_locked(ar, b, mode, uses[i].off, uses[i].len, &t->blocks, &t->nblocks, &cap, t);
         }
         if (lib_key && !oom) {
             /* the handle's own memory: every call on it may read and write it */
             sn_keyed *k = sn_keyed_of_locked(ar, lib_key, 0);
             for (size_t i = 0; k && i < k->n && !oom; i++)
-                oom = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, &t->blocks, &t->nblocks, &cap, t);
+                oom = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, &t->blocks,
+                                        &t->nblocks, &cap, t);
         }
         if (oom) {
             sn_lock_give(&ar->lock);
@@ -1648,7 +1663,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     /* cuDNN and cuBLAS touch their own memory inside the call that made it
      * (and later calls on its handle), which no argument describes: it is
      * mapped now, and pinned for the call (scoped) or for good */
-    sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE};
+    sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE, 0, UINT64_MAX};
     sn_arena_ticket t;
     uint64_t need;
     int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, NULL, -1, &t, &need);
@@ -2096,7 +2111,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
         if (b->plan_drop) {
             /* the device's contents are gone and the host's older copy,
              * if any, must never come back: a read is a libsn error */
-            b->pred.dropped = 1;
+            sn_predict_dropped(&b->pred);
             b->host_valid = 0;
             ar->st.predicted_drops++;
         }

@@ -77,8 +77,15 @@ void sn_arena_free(sn_arena_alloc *rec);
  * frees the allocation meanwhile). */
 typedef struct sn_arena_use {
     void *block;
-    unsigned mode;          /* SN_READ | SN_WRITE | SN_OVERWRITE (whole allocation) */
+    unsigned mode;          /* SN_READ | SN_WRITE | SN_OVERWRITE (whole allocation) |
+                               SN_ARENA_DEFINES (every byte of the range, without reading) */
+    uint64_t off, len;      /* the range of the allocation it touches (len UINT64_MAX, or 0 as a
+                               use made without one: all of it) */
 } sn_arena_use;
+/* A use's mode bit beside sn_call.h's: it writes every byte of [off, off +
+ * len) without reading them (a partial overwrite; SN_OVERWRITE is the
+ * whole allocation's). */
+#define SN_ARENA_DEFINES 16u
 /* An allocation's block: the first member of its record (an inline, so
  * that the registry's users need none of the arena's code). */
 static inline void *sn_arena_alloc_block(const sn_arena_alloc *rec)

@@ -8,12 +8,52 @@ void sn_predict_reset(sn_predict *p)
     p->last_pos = p->pred_pos = -1;
     p->pred_count = 0;
     p->dropped = 0;
+    p->def_lo = p->def_hi = 0;
 }
 
-int sn_predict_use(sn_predict *p, int64_t pos, int whole)
+void sn_predict_dropped(sn_predict *p)
 {
-    int wrong = p->dropped && !whole;
-    p->dropped = 0;
+    p->dropped = 1;
+    p->def_lo = p->def_hi = 0;
+}
+
+int sn_predict_reads_dropped(const sn_predict *p, uint64_t off, uint64_t len)
+{
+    if (!p->dropped || len == 0)
+        return 0;
+    /* (written so that off + len cannot overflow: len may be "all of it") */
+    return !(off >= p->def_lo && off <= p->def_hi && len <= p->def_hi - off);
+}
+
+void sn_predict_extend(uint64_t *lo, uint64_t *hi, uint64_t off, uint64_t len)
+{
+    if (!len)
+        return;
+    uint64_t end = len > UINT64_MAX - off ? UINT64_MAX : off + len;
+    if (*hi == *lo) {
+        *lo = off;
+        *hi = end;
+    } else if (off <= *hi && end >= *lo) {
+        /* over or next to it: one interval */
+        if (off < *lo)
+            *lo = off;
+        if (end > *hi)
+            *hi = end;
+    } else if (end - off > *hi - *lo) {
+        /* apart from it: the larger is kept (claiming less than was
+         * written, never more) */
+        *lo = off;
+        *hi = end;
+    }
+}
+
+int sn_predict_use(sn_predict *p, int64_t pos, int whole, int reads_dropped, uint64_t def_off, uint64_t def_len)
+{
+    int wrong = p->dropped && reads_dropped;
+    if (wrong || whole)
+        p->dropped = 0;
+    else if (p->dropped)
+        sn_predict_extend(&p->def_lo, &p->def_hi, def_off, def_len);
     if (p->last_pos >= 0 && pos >= 0) {
         if (p->pred_pos == p->last_pos) {
             if (!whole)

@@ -9,8 +9,16 @@
  * the use before it; after SN_PREDICT_AFTER agreeing observations in a row
  * (and none against) the contents after a use at that position are
  * predicted dead. One disagreeing observation rules the position out for
- * good. Contents dropped on a prediction and then read are a prediction
- * gone wrong: sn_predict_use reports it, so the caller can say so loudly.
+ * good.
+ *
+ * Contents dropped on a prediction and then read are a prediction gone
+ * wrong: sn_predict_use reports it, so the caller can say so loudly. Only
+ * a read of dropped bytes is: a call that writes part of a dropped block
+ * without reading it (a smaller batch filling the front of a feature map)
+ * defines that part again, and reading it later is fine; reading the rest,
+ * still undefined, is the error. The part rewritten is kept as one byte
+ * interval (a write next to or over it extends it; a write apart from it
+ * replaces it when larger), so it never claims more than was written.
  */
 #ifndef SN_PREDICT_H
 #define SN_PREDICT_H
@@ -23,15 +31,27 @@ typedef struct sn_predict {
     int64_t last_pos;   /* position of the latest use; -1 off the sequence (or none) */
     int64_t pred_pos;   /* the position learned */
     int pred_count;     /* agreeing observations in a row; -1: ruled out */
-    int dropped;        /* contents were dropped on the prediction */
+    int dropped;        /* contents were dropped on the prediction ... */
+    uint64_t def_lo, def_hi;  /* ... except [def_lo, def_hi), written since */
 } sn_predict;
 
 /* A block with no history (new, or handed to a new allocation). */
 void sn_predict_reset(sn_predict *p);
-/* A use at pos (-1: off the sequence); whole: it overwrites every byte
- * without reading. Returns 1 when it reads contents that were dropped as
- * predicted dead (the prediction was wrong), else 0. */
-int sn_predict_use(sn_predict *p, int64_t pos, int whole);
+/* Its contents were dropped as predicted dead: every byte undefined. */
+void sn_predict_dropped(sn_predict *p);
+/* Whether reading the bytes [off, off + len) of the block reads contents
+ * dropped as predicted dead (not written since). */
+int sn_predict_reads_dropped(const sn_predict *p, uint64_t off, uint64_t len);
+/* Adds the bytes [off, off + len) to the interval [*lo, *hi) as the part
+ * rewritten is kept (see above). */
+void sn_predict_extend(uint64_t *lo, uint64_t *hi, uint64_t off, uint64_t len);
+/* A use at pos (-1: off the sequence). whole: it overwrites every byte
+ * without reading; reads_dropped: it reads bytes sn_predict_reads_dropped
+ * called dropped before it; [def_off, def_off + def_len): bytes it
+ * overwrites without reading (def_len 0: none). Returns 1 when it reads
+ * contents that were dropped as predicted dead (the prediction was wrong;
+ * said once: the contents count as defined from then on), else 0. */
+int sn_predict_use(sn_predict *p, int64_t pos, int whole, int reads_dropped, uint64_t def_off, uint64_t def_len);
 /* Whether the contents may be dropped now, after the latest use. */
 int sn_predict_dead(const sn_predict *p);
 

@@ -68,7 +68,9 @@ typedef struct sn_manage_stats {
     uint64_t plan_drops;                 /* planned drops (contents dead, nothing copied) */
     uint64_t plan_cancelled;             /* blocks used again while leaving: kept */
     uint64_t plan_skipped;               /* planned moves not possible then (in use, no room, not bound) */
-    uint64_t plan_iterations;            /* iterations the plan was followed in */
+    uint64_t plan_iterations;            /* iterations a plan was followed in (every plan made) */
+    uint64_t plan_iterations_last;       /* ... the plan made last */
+    uint64_t plans;                      /* plans made (one more per iteration learned anew) */
     uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
     uint64_t plan_rebound;               /* allocations made anew each iteration, bound to the plan */
     double plan_stall_ms;                /* the stall the plan timeline predicts per iteration */
@@ -87,6 +89,11 @@ typedef struct sn_manage_stats {
     uint64_t plan_algo_calls;            /* calls run with the plan's algorithm instead of the framework's */
     uint64_t plan_algo_scratch_calls;    /* of those, with workspace from libsn's scratch */
     uint64_t plan_algo_kept;             /* calls left with the framework's algorithm (no scratch then) */
+    uint64_t plan_resumed;               /* times the plan resumed at an iteration's first step after that */
+    uint64_t plan_off_steps;             /* steps off the learned sequence */
+    /* learning the iteration anew (the run stayed off the learned one) */
+    uint64_t relearn_begun;              /* re-learnings begun */
+    uint64_t relearned;                  /* ... completed: a new iteration learned (and a new plan made) */
 } sn_manage_stats;
 
 #endif

@@ -35,17 +35,24 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
                     m = whole ? SN_WRITE | SN_OVERWRITE : m | SN_WRITE;
                 if ((r->mode & SN_OVERWRITE) && whole)
                     m |= SN_OVERWRITE;
+                if ((r->mode & SN_OVERWRITE) && !(r->mode & SN_READ))
+                    m |= SN_ARENA_DEFINES;
+                /* the part of the allocation the range covers */
+                uint64_t lo = r->addr > a->base ? r->addr - a->base : 0;
+                uint64_t end = r->addr + r->bytes, a_end = a->base + a->size;
+                uint64_t hi = (end < a_end ? end : a_end) - a->base;
+                sn_arena_use u = {sn_arena_alloc_block(a->managed), m, lo, hi > lo ? hi - lo : 0};
                 if (a->dev == c->dev) {
                     if (uses->n == uses->cap)
                         uses->all = 1;
                     else
-                        uses->use[uses->n++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
+                        uses->use[uses->n++] = u;
                 } else if (uses->peer_dev < 0 || uses->peer_dev == a->dev) {
                     uses->peer_dev = a->dev;
                     if (uses->npeer == uses->cap_peer)
                         uses->peer_all = 1;
                     else
-                        uses->peer[uses->npeer++] = (sn_arena_use){sn_arena_alloc_block(a->managed), m};
+                        uses->peer[uses->npeer++] = u;
                 } else {
                     uses->more_devices = 1;
                 }

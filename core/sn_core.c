@@ -63,10 +63,13 @@ typedef struct sn_device {
      * SN_PROFILE_ITERS + 1 times */
     uint64_t *step_sig;
     size_t nsig, cap_sig, next_check;
-    int profiled;             /* written under the lock, read atomically outside it */
+    int profiled;             /* written under the lock, read atomically outside it; 0 again
+                                 while the iteration is learned anew */
+    int learned;              /* an iteration has been learned (atomic, as profiled) */
     uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
     /* manage mode's plan: 0 none yet, 1 to be made, 2 being made, 3 followed,
-     * -1 none (demand residency only); exec under exec_lock */
+     * 4 set aside while the iteration is learned anew, -1 none (demand
+     * residency only); exec under exec_lock */
     int plan_state;
     uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
     sn_lock exec_lock;
@@ -485,7 +488,7 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
     sn_arena *ar = sn_arena_of(dev);
     if (!ar)
         return SN_CORE_FORWARD;
-    int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].profiled, __ATOMIC_ACQUIRE);
+    int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].learned, __ATOMIC_ACQUIRE);
     sn_arena_alloc *rec = NULL;
     sn_lib_scope *sc = &sn_lib_scope_now;
     int scoped = (owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sc->active && sc->ar == ar &&
@@ -703,12 +706,19 @@ static int sn_is_transfer(int op)
     return op == SN_OP_MEMCPY_H2D || op == SN_OP_MEMCPY_D2H;
 }
 
-/* Records a step's signature; every time their number doubles, looks for
- * the iteration. Once a training iteration (one with backward steps) has
- * repeated SN_PROFILE_ITERS + 1 times, the profile is complete: steps are
- * no longer timed (the per-step times are means over the profiled
- * iterations) and the log stops growing, the trace following the learned
- * iteration with running totals instead. */
+static void sn_profile_reset_locked(sn_device *d)
+{
+    free(d->step_sig);
+    d->step_sig = NULL;
+    d->nsig = d->cap_sig = d->next_check = 0;
+}
+
+/* Records a step's signature; every time their number doubles (learning
+ * anew: more often), looks for the iteration. Once a training iteration
+ * (one with backward steps) has repeated SN_PROFILE_ITERS + 1 times, the
+ * profile is complete: steps are no longer timed (the per-step times are
+ * means over the profiled iterations) and the log stops growing, the trace
+ * following the learned iteration with running totals instead. */
 static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
 {
     if (d->profiled)
@@ -720,7 +730,16 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
         d->next_check = 64;
     if (d->nsig < d->next_check)
         return;
-    d->next_check *= 2;
+    /* Learning anew, demand residency serves every call meanwhile: the
+     * sooner the better, so the log is looked at every old period's worth
+     * of steps (a new batch keeps the number of steps), then every eighth
+     * more as it grows long. At the start, every time it doubles. */
+    if (tr->relearning) {
+        size_t step = tr->cursor.period > d->nsig / 8 ? tr->cursor.period : d->nsig / 8;
+        d->next_check = d->nsig + (step > 64 ? step : 64);
+    } else {
+        d->next_check *= 2;
+    }
     sn_period per;
     size_t want = (size_t)sn_opt.profile_iters + 1;
     sn_period_find(d->step_sig, d->nsig, want, 64, &per);
@@ -728,16 +747,55 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
         return;
     if (!sn_trace_profile_ready(tr, d->step_sig, d->nsig, &per))
         return;
+    int again = tr->relearning;
     __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
-    sn_info("device %d: iteration of %zu steps seen %zu times; profile complete", tr->dev, per.period,
-            (per.end - per.start) / per.period);
-    if (sn_model_follow(tr) != 0)
+    __atomic_store_n(&d->learned, 1, __ATOMIC_RELEASE);
+    sn_info("device %d: iteration of %zu steps seen %zu times; profile complete%s", tr->dev, per.period,
+            (per.end - per.start) / per.period, again ? " (learned anew)" : "");
+    if (sn_model_follow(tr) != 0) {
         sn_info("device %d: the iteration could not be placed in the log; recording goes on", tr->dev);
-    else if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
-        __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
-    free(d->step_sig);
-    d->step_sig = NULL;
-    d->nsig = d->cap_sig = 0;
+    } else {
+        if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
+            __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
+        /* manage mode learns the iteration anew when the run leaves it for
+         * good (tracer/sn_trace.h) */
+        if (sn_opt.mode == SN_MODE_MANAGE)
+            tr->relearn_iters = (uint64_t)sn_opt.relearn;
+    }
+    sn_profile_reset_locked(d);
+}
+
+/* The trace changed state at the latest call (sn_trace_call_add): a
+ * re-learning began (profile again: steps timed and their signatures
+ * kept; the plan set aside, demand residency meanwhile) or was given up
+ * (the learned iteration, and its plan, followed again). Step timings
+ * still pending for calls the trace dropped are forgotten. */
+static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
+{
+    unsigned ev = tr->events;
+    tr->events = 0;
+    if (ev & SN_TRACE_EV_RELEARN) {
+        sn_profile_reset_locked(d);
+        __atomic_store_n(&d->profiled, 0, __ATOMIC_RELEASE);
+        int ps = 3;
+        __atomic_compare_exchange_n(&d->plan_state, &ps, 4, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    if ((ev & SN_TRACE_EV_RETURNED) && !tr->relearning) {
+        sn_profile_reset_locked(d);
+        size_t keep = 0;
+        for (size_t i = 0; i < d->npending; i++) {
+            if (d->pending[i].index < (int64_t)tr->ncalls) {
+                d->pending[keep++] = d->pending[i];
+            } else {
+                sn_event_put_locked(d, d->pending[i].start);
+                sn_event_put_locked(d, d->pending[i].stop);
+            }
+        }
+        d->npending = keep;
+        __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
+        int ps = 4;
+        __atomic_compare_exchange_n(&d->plan_state, &ps, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
 }
 
 /* Whether work issued to stream now is captured into a graph rather than
@@ -926,7 +984,7 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
                 use[v.n++] = u->use[i];
         }
         if (blk)
-            use[v.n++] = (sn_arena_use){blk, SN_OVERWRITE};
+            use[v.n++] = (sn_arena_use){blk, SN_OVERWRITE, 0, UINT64_MAX};
         if (sn_core_make_resident(c, t, &v, pos, 1) == 0) {
             t->conv_algo = algo;
             t->conv_ws_set = 1;
@@ -982,7 +1040,7 @@ int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr,
     int lib = sn_own_work_begin();
     void *blk = sn_arena_scratch(ar, stream, bytes, 1, addr);
     uint64_t need = 0;
-    sn_arena_use use = {blk, SN_OVERWRITE};
+    sn_arena_use use = {blk, SN_OVERWRITE, 0, UINT64_MAX};
     int rc = blk ? sn_arena_acquire(ar, &use, 1, 0, NULL, stream, -1, t, &need) : SN_ARENA_NOMEM;
     if (rc != SN_ARENA_OK) {
         t->ar = NULL;
@@ -1041,7 +1099,8 @@ static void sn_core_plan_setup(int dev)
     if (ar)
         sn_arena_stats(ar, &st);
     if (!ar || st.pool) {
-        __atomic_store_n(&d->plan_state, -1, __ATOMIC_RELEASE);
+        int ps = 2;
+        __atomic_compare_exchange_n(&d->plan_state, &ps, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
         return;
     }
     int lib = sn_own_work_begin();
@@ -1056,15 +1115,21 @@ static void sn_core_plan_setup(int dev)
     uint64_t budget = st.budget - st.budget / 20;
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
+    /* a plan made before (the iteration was learned anew) is replaced
+     * under the executor's lock: another thread may be consulting it */
+    sn_lock_take(&d->exec_lock);
     int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
                                       st.granularity)
                       : -1;
+    sn_lock_give(&d->exec_lock);
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
     if (rc != 0)
         sn_info("device %d: no plan could be made for SN_POLICY=%s; demand residency only", dev,
                 sn_option_choice("SN_POLICY", sn_opt.policy));
-    __atomic_store_n(&d->plan_state, rc == 0 ? 3 : -1, __ATOMIC_RELEASE);
+    /* (a plan asked for meanwhile, state 1, stays asked for) */
+    int ps = 2;
+    __atomic_compare_exchange_n(&d->plan_state, &ps, rc == 0 ? 3 : -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 /* The plan's moves due at a call at position pos, started (no core lock
@@ -1194,6 +1259,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             if (t->index >= 0 && c->conf && managing && !d->profiled && sn_opt.workspace != SN_WORKSPACE_KEEP &&
                 sn_opt.policy != SN_POLICY_LRU)
                 t->measure = sn_trace_algos_claim(tr, c->conf);
+            if (__builtin_expect(tr->events != 0, 0))
+                sn_relearn_events_locked(d, tr);
             if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
                 sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
             pos = tr->run.position;
@@ -1517,7 +1584,8 @@ static void sn_finish(int cuda_usable)
         /* and the iterations whose time was not known yet when the next
          * one started */
         sn_device *d = &sn_devs[dev];
-        if (__atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE) != 3)
+        int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
+        if (ps != 3 && ps != 4)
             continue;
         uint64_t it[SN_PLAN_ITER_STATS];
         void *from[SN_PLAN_ITER_STATS], *to[SN_PLAN_ITER_STATS];
@@ -1554,15 +1622,21 @@ static void sn_finish(int cuda_usable)
                 ms->algo_searches = sn_devs[dev].searches;
                 ms->algo_search_failed = sn_devs[dev].searches_failed;
                 const sn_exec *ex = &sn_devs[dev].exec;
-                if (__atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
-                    sn_lock_take(&sn_devs[dev].exec_lock);
+                sn_trace *tr = sn_devs[dev].trace;
+                /* a re-learning not complete by now is given up: the report
+                 * is of the iteration learned last */
+                sn_trace_relearn_abandon(tr);
+                sn_relearn_events_locked(&sn_devs[dev], tr);
+                sn_lock_take(&sn_devs[dev].exec_lock);
+                if (ex->plans && ex->active) {
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
                     ms->plan_liveness = ex->plan.framework_liveness;
                     ms->plan_why = ex->plan.predicted.feasible ? NULL : ex->plan.predicted.why;
                     ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;
-                    ms->plan_iterations = ex->iterations;
+                    ms->plan_iterations = ex->iterations_all;
+                    ms->plan_iterations_last = ex->iterations;
                     ms->plan_skipped += ex->skipped_unbound;
                     ms->plan_left = ex->left;
                     ms->plan_rebound = ex->rebound;
@@ -1578,8 +1652,13 @@ static void sn_finish(int cuda_usable)
                     ms->plan_algo_calls = ex->algo_calls;
                     ms->plan_algo_scratch_calls = ex->algo_scratch_calls;
                     ms->plan_algo_kept = ex->algo_kept;
-                    sn_lock_give(&sn_devs[dev].exec_lock);
+                    ms->plan_resumed = ex->resumed;
+                    ms->plans = ex->plans;
                 }
+                sn_lock_give(&sn_devs[dev].exec_lock);
+                ms->plan_off_steps = tr->run.off_sequence;
+                ms->relearn_begun = tr->relearn_begun;
+                ms->relearned = tr->relearned;
             }
             traces[n++] = sn_devs[dev].trace;
         }

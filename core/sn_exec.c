@@ -317,7 +317,7 @@ void sn_exec_conv_failed(sn_exec *ex, int64_t pos)
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
                   uint64_t budget, uint64_t granule)
 {
-    memset(ex, 0, sizeof *ex);
+    sn_exec_free(ex);
     ex->policy = policy;
     ex->workspace = workspace;
     ex->last_pos = -1;
@@ -390,6 +390,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         }
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
+        ex->plans++;
         rc = 0;
         sn_info("device %d: plan of %s for %d steps under %llu bytes: %d moves; %d tensors bound, %d left to "
                 "demand; %d convolutions run another algorithm (%d faster, %d with less workspace)%s; predicted "
@@ -461,6 +462,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
          * from here, what was passed meanwhile is left to demand */
         ex->off = 0;
         ex->started = 0;
+        ex->resumed++;
     }
     pos = sn_exec_order(pos);
     if (!ex->started) {
@@ -476,6 +478,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         sn_exec_after(ex, ex->next_off, ex->nsteps, out, drop, nout, cap);
         ex->next_off = ex->next_pre = 0;
         ex->iterations++;
+        ex->iterations_all++;
     }
     ex->last_pos = pos;
     ex->born_seen = 0;
@@ -561,6 +564,25 @@ void sn_exec_free(sn_exec *ex)
     free(ex->conv_algo);
     free(ex->conv_ws);
     free(ex->conv_supply);
+    sn_exec keep = *ex;
     memset(ex, 0, sizeof *ex);
     ex->last_pos = -1;
+    ex->plans = keep.plans;
+    ex->iterations_all = keep.iterations_all;
+    ex->left = keep.left;
+    ex->resumed = keep.resumed;
+    ex->skipped_unbound = keep.skipped_unbound;
+    ex->rebound = keep.rebound;
+    /* the per-iteration measurements span plans */
+    memcpy(ex->hist, keep.hist, sizeof ex->hist);
+    ex->nhist = keep.nhist;
+    ex->off_steps = keep.off_steps;
+    ex->seen_iterations = keep.seen_iterations;
+    ex->boundaries = keep.boundaries;
+    memcpy(ex->start_ev, keep.start_ev, sizeof ex->start_ev);
+    ex->measured = keep.measured;
+    ex->last_stall = keep.last_stall;
+    ex->last_in = keep.last_in;
+    ex->last_out = keep.last_out;
+    ex->last_off = keep.last_off;
 }

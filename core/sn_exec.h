@@ -30,6 +30,13 @@
  * order. Moves after a step start at the first call past its position,
  * moves at a step before that step's call is forwarded. A position lower
  * than the last one seen starts a new iteration.
+ *
+ * Off the plan: a call off the learned sequence (position -1) leaves the
+ * plan (demand residency only) until the tracer places a call again, which
+ * it does from an iteration's first step: the plan resumes there, what was
+ * passed meanwhile left to demand. When the tracer learns the iteration
+ * anew (a batch size changed), the core makes a new plan with
+ * sn_exec_build on the same sn_exec: the counts of the run go on.
  */
 #ifndef SN_EXEC_H
 #define SN_EXEC_H
@@ -54,23 +61,23 @@ typedef struct sn_exec {
     int *born_off, *born_t; /* per plan step: the tensors allocated anew just before it, in order */
     int born_seen;       /* allocations since the latest call on the sequence */
     uint64_t granule;
-    uint64_t rebound;    /* allocations bound to the plan as they were made */
+    uint64_t rebound;    /* allocations bound to the plan as they were made (run) */
     uint64_t *plan_tensor_bytes; /* per plan tensor: its bytes as planned (granules) */
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
     int started;             /* a position has been seen (since the run came back) */
     int off;                 /* the run is off the learned sequence */
-    uint64_t left;           /* times it left it (and came back, unless off) */
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
-    uint64_t iterations, skipped_unbound;  /* skipped: not bound, or past what one call starts */
+    uint64_t iterations;     /* iterations this plan was followed in */
     double predicted_ms;
     uint64_t plan_budget;
-    /* per iteration as measured: a ring of the latest, and the running
-     * totals the last one was measured from */
+    /* per iteration as measured, over the whole run (kept by
+     * sn_exec_build): a ring of the latest, and the running totals the
+     * last one was measured from */
     sn_plan_iter_stats hist[SN_PLAN_ITER_STATS];
     uint64_t nhist;
     uint64_t off_steps;      /* calls seen off the learned sequence, all told */
-    uint64_t seen_iterations; /* ex->iterations at the latest claim */
+    uint64_t seen_iterations; /* iterations_all at the latest claim */
     uint64_t boundaries;     /* iteration starts claimed (the first sets the baseline) */
     /* the event recorded at iteration start b, in slot b % (SN_PLAN_ITER_STATS
      * + 1): iteration j runs from start j to start j + 1 */
@@ -96,14 +103,22 @@ typedef struct sn_exec {
     int algo_steps, algo_up, algo_down; /* steps with a choice; planned faster, slower */
     int algo_framework;     /* auto: the plan keeping the framework's algorithms predicted better */
     uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed;
+    /* the whole run, every plan made (kept by sn_exec_build) */
+    uint64_t plans;          /* plans made */
+    uint64_t iterations_all; /* iterations a plan was followed in */
+    uint64_t left;           /* times the run left the learned sequence */
+    uint64_t resumed;        /* times a plan resumed after that */
+    uint64_t skipped_unbound;  /* moves not started: not bound, or past what one call starts */
 } sn_exec;
 
 /* Makes the plan of the iteration trace t has learned (t following it) for
  * device dev under budget bytes, and binds its tensors to the arena blocks
- * the registry knows. The caller holds the registry's and the device's
- * locks (the trace's log is read). Returns 0 with ex active, -1 when no plan
- * could be made (ex inactive: demand residency only). granule: the arena's
- * physical granule (0: sizes as asked). */
+ * the registry knows; a plan ex held before is freed, the run's counts
+ * kept. ex is zeroed (or built before) by the caller. The caller holds the
+ * registry's and the device's locks (the trace's log is read), and ex's.
+ * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
+ * demand residency only). granule: the arena's physical granule (0: sizes
+ * as asked). */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
                   uint64_t budget, uint64_t granule);
 
@@ -122,6 +137,7 @@ void sn_exec_conv_note(sn_exec *ex, int ran, int changed, int scratch);
 /* The plan's algorithm failed at position pos: the framework's from now on. */
 void sn_exec_conv_failed(sn_exec *ex, int64_t pos);
 
+
 /* The moves due at a call at position pos (>= 0): blocks to send away
  * (drop[i]: contents dead) and to bring in, at most cap of each. The caller
  * serialises calls for one ex. */
@@ -136,9 +152,9 @@ void sn_exec_bind_alloc(sn_exec *ex, uint64_t size, void *block);
  * the caller is to measure it (sn_exec_measure), 0 otherwise. */
 static inline int sn_exec_claim_start(sn_exec *ex)
 {
-    if (!ex->active || ex->iterations == ex->seen_iterations)
+    if (!ex->active || ex->iterations_all == ex->seen_iterations)
         return 0;
-    ex->seen_iterations = ex->iterations;
+    ex->seen_iterations = ex->iterations_all;
     return 1;
 }
 
@@ -166,6 +182,7 @@ static inline void sn_exec_note_memory(sn_exec *ex, int64_t pos, uint64_t mapped
         ex->seen_mem[k] = mapped;
 }
 
+/* Frees the plan; the run's counts stay. */
 void sn_exec_free(sn_exec *ex);
 
 #endif

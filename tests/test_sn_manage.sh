@@ -8,7 +8,9 @@
 #  - with the smallest budget that half-budget run's report measured as
 #    feasible;
 #  - on a simulated device of one third of that peak, where the run
-#    without libsn runs out of memory.
+#    without libsn runs out of memory;
+# and off the plan: evaluation passes and a batch change midway (last
+# block).
 # The simulator's granule is 64 KiB here (SIMGPU_GRANULARITY), so that the
 # small test networks have tensors that move one by one; a touched range
 # that is not mapped is an illegal address (the run dies), and the hazard
@@ -224,3 +226,76 @@ for style in "${nvstyles[@]}"; do
     check "no VMM, $style: at half of it a clean out-of-memory (exit $rc), said by libsn" \
         "[ $rc -eq 3 ] && grep -q 'libsn: out of memory: .*pool' '$tmp/np3.out'"
 done
+
+# Off the plan. Evaluation passes after every 6th iteration come after the
+# profile: each one leaves the plan (demand residency only) and the plan
+# resumes at the next iteration's first step; at a batch of 4 they write the
+# front of feature maps whose contents were dropped as predicted dead, which
+# is not a read of them. A batch change midway (--rebatch 8:12: the caffe
+# style allocates the larger maps anew; 8:4: it keeps the maps and uses
+# their front) never comes back to the learned iteration: after two
+# iterations' worth of steps off it the iteration is learned anew and a new
+# plan is followed. Evaluation passes after every 2nd iteration recur
+# within the profile: the iteration learned includes them, nothing is off
+# the plan. All at half of what the trainer allocates (plus the libraries'
+# own memory), under auto and a seed policy, bit-identical to the run
+# without libsn (evaluation losses too), and nothing dropped is read.
+full() { grep -E '^(iter [0-9]+ loss|eval [0-9]+ loss|checksum)' "$1" | sed -E 's/ time .*//'; }
+base=(--net resnet --depth 8 --input 32 --batch 8 --width 8 --alloc caffe --iters 20)
+SN_MODE=trace SN_REPORT="$tmp/op.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" >/dev/null 2>&1
+budget=$(python3 -c 'import json,sys
+a = json.load(open(sys.argv[1]))["devices"][0]["allocations"]
+print(a["runtime"]["bytes"] // 2 + a["cudnn"]["bytes"] + a["cublas"]["bytes"])' "$tmp/op.json" 2>/dev/null)
+# the manage section's (or its plan's) fields named, in order
+pj() { python3 -c 'import json,sys
+m = json.load(open(sys.argv[1]))["devices"][0]["manage"]
+p = m["plan"] or {}
+print(" ".join(str(p[k] if k in p else m[k]) for k in sys.argv[2:]))' "$@" 2>/dev/null; }
+offplan() { # TAG POLICY TRAINER-ARGS...: runs it with and without libsn; sets rc, same
+    local tag=$1 pol=$2; shift 2
+    "$trainer" "${base[@]}" "$@" >"$tmp/op.plain" 2>&1
+    SN_POLICY=$pol SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.$tag.json" LD_PRELOAD="$SN_PRELOAD" \
+        "$trainer" "${base[@]}" "$@" >"$tmp/op.$tag.out" 2>"$tmp/op.$tag.err"
+    rc=$?
+    same=1
+    [ "$(full "$tmp/op.plain" | grep -c .)" -gt 20 ] && diff -q <(full "$tmp/op.plain") <(full "$tmp/op.$tag.out") >/dev/null &&
+        same=0
+}
+oppols=(auto superneurons)
+[ -n "${SANITIZE:-}" ] && oppols=(auto)
+for pol in "${oppols[@]}"; do
+    offplan "eval-$pol" "$pol" --eval-every 6 --eval-batch 4
+    read -r it left resumed steps reads drops begun <<<"$(pj "$tmp/op.eval-$pol.json" iterations left resumed \
+        off_steps dropped_reads predicted_drops relearn_begun)"
+    echo "# $pol, evaluation every 6 at batch 4 (SN_BUDGET=$budget): followed $it iterations, left $left times" \
+         "($steps steps off), resumed $resumed; $drops predicted drops, $reads read"
+    check "off the plan, $pol: evaluation passes leave the plan and it resumes, bit-identical, nothing dropped read" \
+        "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$left' -ge 3 ] && [ '$resumed' = '$left' ] && [ '$it' -ge 12 ] &&
+         [ '$steps' -gt 0 ] && [ '$reads' = 0 ] && [ '$drops' -gt 0 ] && [ '$begun' = 0 ]"
+    offplan "rebatch-$pol" "$pol" --rebatch 8:12
+    read -r it last plans relearned reads left <<<"$(pj "$tmp/op.rebatch-$pol.json" iterations iterations_last plans \
+        relearned dropped_reads left)"
+    echo "# $pol, batch 8 to 12 from iteration 8: learned anew $relearned times, $plans plans; followed $it" \
+         "iterations, $last under the new plan"
+    check "off the plan, $pol: a batch change is learned anew and the new plan followed, bit-identical, nothing dropped read" \
+        "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$relearned' -ge 1 ] && [ '$plans' -ge 2 ] && [ '$last' -gt 0 ] &&
+         [ '$it' -gt '$last' ] && [ '$left' -ge 1 ] && [ '$reads' = 0 ]"
+done
+# (under a sanitizer, ten times slower, the two cases above only)
+if [ -z "${SANITIZE:-}" ]; then
+    offplan rebatch-small auto --rebatch 8:4
+    read -r last relearned reads <<<"$(pj "$tmp/op.rebatch-small.json" iterations_last relearned dropped_reads)"
+    check "off the plan, auto: a smaller batch (maps kept, their front used) learned anew too, bit-identical" \
+        "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$relearned' -ge 1 ] && [ '$last' -gt 0 ] && [ '$reads' = 0 ]"
+    offplan eval2 auto --eval-every 2
+    read -r it left reads <<<"$(pj "$tmp/op.eval2.json" iterations left dropped_reads)"
+    check "off the plan, auto: evaluation passes every 2 iterations are part of the iteration learned, bit-identical" \
+        "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$left' = 0 ] && [ '$it' -gt 0 ] && [ '$reads' = 0 ]"
+    # the text report says it too
+    SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.txt" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" --rebatch 8:12 \
+        --eval-every 6 >/dev/null 2>&1
+    check "off the plan: the text report counts departures, resumptions and re-learnings" \
+        "grep -qE '^ +off the plan +[1-9][0-9]* times the run left the learned sequence, [1-9][0-9]* steps off it .*resumed [1-9]' '$tmp/op.txt' &&
+         grep -qE '^ +learned anew +1 times of 1 begun' '$tmp/op.txt' &&
+         grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt'"
+fi

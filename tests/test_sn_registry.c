@@ -291,9 +291,11 @@ static void test_access_allocation_without_record(void **state)
 }
 
 /* Manage mode's uses come from the same pass: the blocks of served
- * allocations (a record's first word), a whole overwrite marked, foreign
- * devices' blocks in a list of their own (one other device), unserved
- * memory left out, overflow made "everything". */
+ * allocations (a record's first word), a whole overwrite marked, the part
+ * of the allocation each range covers (and whether every byte of it is
+ * written without being read), foreign devices' blocks in a list of their
+ * own (one other device), unserved memory left out, overflow made
+ * "everything". */
 static void test_access_arena_uses(void **state)
 {
     (void)state;
@@ -320,17 +322,32 @@ static void test_access_arena_uses(void **state)
     assert_int_equal(u.peer_dev, 1);
     assert_int_equal(u.npeer, 1);
     assert_int_equal(peer[0].mode, SN_READ);
+    assert_int_equal(peer[0].off, 0);
+    assert_int_equal(peer[0].len, 0x800);
     assert_ptr_equal(use[0].block, blocks[0]);
-    assert_int_equal(use[0].mode, SN_WRITE | SN_OVERWRITE);
+    assert_int_equal(use[0].mode, SN_WRITE | SN_OVERWRITE | SN_ARENA_DEFINES);
+    assert_int_equal(use[0].off, 0);
+    assert_int_equal(use[0].len, 0x1000);
     assert_ptr_equal(use[1].block, blocks[1]);
     assert_int_equal(use[1].mode, SN_READ);
-    /* a partial overwrite is a write, not an overwrite */
+    assert_int_equal(use[1].off, 0x800);
+    assert_int_equal(use[1].len, 0x800);
+    /* a partial overwrite is a write, not an overwrite, of the allocation;
+     * the part it covers is written whole */
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100800, 0x100, SN_WRITE | SN_OVERWRITE);
     u.n = 0;
     sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_int_equal(u.n, 1);
-    assert_int_equal(use[0].mode, SN_WRITE);
+    assert_int_equal(use[0].mode, SN_WRITE | SN_ARENA_DEFINES);
+    assert_int_equal(use[0].off, 0x800);
+    assert_int_equal(use[0].len, 0x100);
+    /* a write that reads (beta != 0) defines nothing */
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100800, 0x100, SN_WRITE | SN_READ);
+    u.n = 0;
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(use[0].mode, SN_WRITE | SN_READ);
     /* no room for every use: the call needs everything */
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x100000, 0x2000, SN_READ);

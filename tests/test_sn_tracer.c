@@ -3,9 +3,10 @@
  * CUDA: period detection and the cursor that follows the iteration, the
  * what-if memory strategies, the iteration model (phases, layers, graph,
  * tensor kinds) built from a synthetic call log of a small network trained
- * for three iterations, logs that hold no complete iteration, and the
- * bounds on the log: nothing grows once the profile is complete, and a
- * program that never repeats stops being recorded at the cap.
+ * for three iterations, logs that hold no complete iteration, the bounds
+ * on the log: nothing grows once the profile is complete, and a program
+ * that never repeats stops being recorded at the cap; and learning the
+ * iteration anew when the batch changes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -320,13 +321,16 @@ typedef struct fake {
     uint32_t x, label, w, y, z, p, dz, dy, dw, ws;
 } fake;
 
+/* the batch of the shapes the calls describe */
+static int fake_batch = 2;
+
 static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_access *acc, int nacc)
 {
     sn_call c;
     sn_call_init(&c, 0, op, 0, NULL);
     if (op == SN_OP_ACT_FWD)
         c.algo = 1; /* CUDNN_ACTIVATION_RELU */
-    int dim[4] = {2, 4, 8, 8};
+    int dim[4] = {fake_batch, 4, 8, 8};
     for (int i = 0; i < nshape; i++)
         sn_call_shape(&c, 4, dim);
     assert_true(sn_trace_call_add(&f->t, &c, flags, acc, nacc) != -1);
@@ -805,6 +809,92 @@ static void test_trace_stops_growing_after_profile(void **state)
     sn_trace_destroy(&f.t);
 }
 
+/* Learning anew: a departure shorter than an iteration is only off the
+ * sequence; one of two iterations' worth of steps (relearn_iters 2) makes
+ * the trace record again. If the learned iteration comes back first, the
+ * new recording is dropped and the log is as it was; else the new
+ * iteration is learned from the new part of the log and followed. */
+static void test_trace_relearns_after_a_batch_change(void **state)
+{
+    (void)state;
+    fake f;
+    sn_trace_init(&f.t, 0);
+    f.w = sn_trace_alloc(&f.t, 0x1000, 4096, 1, 1, 0);
+    f.ws = sn_trace_alloc(&f.t, 0x3000, 1 << 16, 1, 3, 0);
+    f.x = sn_trace_alloc(&f.t, 0x10000, 1 << 20, 1, 1, 0);
+    f.label = sn_trace_alloc(&f.t, 0x20000, 64, 1, 1, 0);
+    f.dw = sn_trace_alloc(&f.t, 0x30000, 4096, 1, 1, 0);
+    uint64_t at = 0x1000000;
+    fake_batch = 2;
+    for (int it = 0; it < 3; it++)
+        dynamic_iteration(&f, it == 0, &at);
+    assert_int_equal(sn_model_follow(&f.t), 0);
+    f.t.relearn_iters = 2;
+    size_t ncalls = f.t.ncalls, nacc = f.t.nacc, nshapes = f.t.nshapes, records = f.t.recorded_tensors;
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.iterations == 4 && f.t.run.off_sequence == 0);
+
+    /* one iteration at another batch, then back: off the sequence only */
+    fake_batch = 3;
+    dynamic_iteration(&f, 0, &at);
+    fake_batch = 2;
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.iterations == 5 && f.t.run.off_sequence == 7);
+    assert_int_equal(f.t.state, SN_TRACE_FOLLOWING);
+    assert_true(f.t.relearn_begun == 0 && f.t.events == 0 && f.t.run.position >= 0);
+
+    /* two iterations' worth of steps at another batch: recording again */
+    fake_batch = 3;
+    dynamic_iteration(&f, 0, &at);
+    dynamic_iteration(&f, 0, &at);
+    assert_int_equal(f.t.state, SN_TRACE_RECORDING);
+    assert_true(f.t.relearning && f.t.relearn_begun == 1 && (f.t.events & SN_TRACE_EV_RELEARN));
+    assert_int_equal(f.t.log_begin, ncalls);
+    f.t.events = 0;
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.ncalls > ncalls && f.t.recorded_tensors > records && f.t.run.position == -1);
+
+    /* the learned iteration comes back first: the log as it was */
+    fake_batch = 2;
+    dynamic_iteration(&f, 0, &at);
+    assert_int_equal(f.t.state, SN_TRACE_FOLLOWING);
+    assert_true(!f.t.relearning && (f.t.events & SN_TRACE_EV_RETURNED));
+    assert_true(f.t.ncalls == ncalls && f.t.nacc == nacc && f.t.nshapes == nshapes && f.t.log_begin == 0);
+    assert_int_equal(f.t.recorded_tensors, records);
+    assert_true(f.t.relearn_begun == 1 && f.t.relearned == 0 && f.t.run.iterations == 6);
+    f.t.events = 0;
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.iterations == 7 && f.t.run.position >= 0);
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found && m.period == 7 && m.steps[0].call < ncalls);
+    sn_model_free(&m);
+
+    /* the batch changes for good: the new iteration is learned from the
+     * new part of the log */
+    fake_batch = 3;
+    for (int it = 0; it < 6; it++)
+        dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.relearning && f.t.relearn_begun == 2);
+    size_t begin = f.t.log_begin;
+    assert_true(begin == ncalls);
+    assert_int_equal(sn_model_follow(&f.t), 0);
+    assert_true(f.t.state == SN_TRACE_FOLLOWING && !f.t.relearning && f.t.relearned == 1);
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found && m.period == 7);
+    for (size_t k = 0; k < m.period; k++)
+        assert_true(m.steps[k].call >= begin);
+    const sn_trace_call *e = &f.t.calls[m.steps[0].call];
+    assert_int_equal(f.t.shapes[e->shape_begin].dim[0], 3);
+    sn_model_free(&m);
+    /* and followed */
+    uint64_t iters = f.t.run.iterations, off = f.t.run.off_sequence;
+    dynamic_iteration(&f, 0, &at);
+    assert_true(f.t.run.iterations == iters + 1 && f.t.run.off_sequence == off && f.t.run.position >= 0);
+    fake_batch = 2;
+    sn_trace_destroy(&f.t);
+}
+
 static void test_trace_cap_without_iteration(void **state)
 {
     (void)state;
@@ -872,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_model_failed_first_iteration_is_none),
         cmocka_unit_test(test_trace_stops_growing_after_profile),
         cmocka_unit_test(test_trace_cap_without_iteration),
+        cmocka_unit_test(test_trace_relearns_after_a_batch_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

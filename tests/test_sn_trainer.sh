@@ -7,7 +7,9 @@
 #    from its --dump-graph file: layers per type, forward/backward layers
 #    and steps, update steps, forks, joins, the iteration period and the
 #    number of iterations;
-#  - the model's invariants hold (the report's "checks" line).
+#  - the model's invariants hold (the report's "checks" line);
+#  - with an evaluation pass every two iterations, the iteration learned
+#    is two training passes and one evaluation pass.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -70,6 +72,23 @@ done
 # the loss gradient: kernel-launch interception on the same networks.
 run_case resnet dynamic 1 --net resnet --input 32 --kernels
 run_case inception caffe 1 --net inception --depth 3 --input 32 --kernels
+
+# Evaluation passes (--eval-every 2, forward only) recur within the
+# profile: the iteration learned holds two training passes and one
+# evaluation pass, and the evaluation losses stay bit-identical too.
+args=(--net resnet --depth 8 --input 16 --width 4 --batch 8 --iters 10 --eval-every 2 --alloc caffe)
+"$trainer" "${args[@]}" >"$tmp/eval.plain" 2>&1
+SN_MODE=trace SN_REPORT="$tmp/eval.json" LD_PRELOAD="$lib" "$trainer" "${args[@]}" >"$tmp/eval.out" 2>&1
+passes=$(python3 -c 'import json,sys
+p = json.load(open(sys.argv[1]))["devices"][0]["passes"]
+print(p["training"], p["evaluation"], p["updates"])' "$tmp/eval.json" 2>/dev/null)
+if [ "$passes" = "2 1 2" ] && [ "$(grep -c '^eval ' "$tmp/eval.out")" -eq 5 ] &&
+   diff -q <(grep -E '^(iter|eval|checksum)' "$tmp/eval.plain" | sed -E 's/ time .*//') \
+           <(grep -E '^(iter|eval|checksum)' "$tmp/eval.out" | sed -E 's/ time .*//') >/dev/null; then
+    echo "ok - resnet/caffe, --eval-every 2: an iteration of 2 training passes and 1 evaluation pass, bit-identical"
+else
+    echo "not ok - resnet/caffe, --eval-every 2: passes (training evaluation updates) '$passes', want '2 1 2'"
+fi
 
 # No complete iteration: a run of one iteration, and a run that runs out of
 # device memory inside its first. The repeated blocks of a single pass are

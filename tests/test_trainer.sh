@@ -7,7 +7,9 @@
 # device and report their memory peak and time; the 12 GB K40 profile ends
 # VGG-16 at batch 256 and ResNet-152 at batch 64 with a clean out-of-memory;
 # --kernels runs on the simulation and is refused on the real libraries;
-# --log-allocs records the allocations with their roles.
+# --log-allocs records the allocations with their roles; --eval-every adds
+# evaluation passes that change nothing learned; --rebatch changes the
+# batch midway, reallocating as each style's framework does.
 # Prints TAP-like "ok N - ..." / "not ok N - ..." lines.
 set -u
 BUILD=${BUILD:-build}
@@ -167,6 +169,79 @@ run log-bad --net resnet ${SMALL[resnet]} --iters 1 --log-allocs "$TMP/no/such/d
 [ "$(rc_of log-bad)" -eq 2 ] && grep -q 'no/such/dir' "$TMP/log-bad.err"
 check "--log-allocs to an unwritable path exits 2" $? "$TMP/log-bad.err"
 
+# 4c. --eval-every: a forward-only pass over the held-out batch after every
+#     N-th iteration, at the training batch or at its own; what is learned
+#     is the run's without it, and every style evaluates alike.
+evals() { awk '$1 == "eval" { print $2, $4, $6 }' "$TMP/$1.out"; }
+for alloc in caffe darknet dynamic; do
+    run "eval-$alloc" --net resnet ${SMALL[resnet]} --iters $ITERS --alloc "$alloc" --seed 7 --eval-every 2
+    run "evalb-$alloc" --net resnet ${SMALL[resnet]} --iters $ITERS --alloc "$alloc" --seed 7 --eval-every 2 \
+        --eval-batch 8
+done
+lines=$(grep -cE '^eval [0-9]+ loss [0-9.]+ accuracy [0-9.]+ time [0-9.]+ ms$' "$TMP/eval-caffe.out")
+[ "$(rc_of eval-caffe)" -eq 0 ] && [ "$lines" -eq 3 ] && [ "$(evals eval-caffe | cut -d' ' -f1 | tr '\n' ' ')" = "2 4 6 " ] &&
+    [ "$(evals eval-caffe | cut -d' ' -f2 | sort -u | wc -l)" -eq 3 ] &&
+    cmp -s <(losses eval-caffe; field eval-caffe checksum) <(losses resnet-caffe; field resnet-caffe checksum)
+check "--eval-every 2: an eval line after iterations 2, 4, 6; losses and weights as without it" $? \
+    "$TMP/eval-caffe.out" "$TMP/eval-caffe.err"
+same=0
+for alloc in darknet dynamic; do
+    for t in eval evalb; do
+        [ "$(rc_of "$t-$alloc")" -eq 0 ] || same=1
+        cmp -s <(evals "$t-caffe"; losses "$t-caffe"; field "$t-caffe" checksum) \
+               <(evals "$t-$alloc"; losses "$t-$alloc"; field "$t-$alloc" checksum) || same=1
+    done
+done
+check "--eval-every: the three styles evaluate and learn alike, at either evaluation batch" $same \
+    "$TMP/eval-darknet.out" "$TMP/evalb-dynamic.out"
+[ "$(rc_of evalb-caffe)" -eq 0 ] && [ "$(evals evalb-caffe | wc -l)" -eq 3 ] &&
+    ! cmp -s <(evals evalb-caffe) <(evals eval-caffe) &&
+    cmp -s <(losses evalb-caffe; field evalb-caffe checksum) <(losses resnet-caffe; field resnet-caffe checksum)
+check "--eval-batch 8: other evaluation losses, the same training" $? "$TMP/evalb-caffe.out"
+
+# 4d. --rebatch AT:B: the losses change from iteration AT on, alike in
+#     every style, to a smaller and a larger batch; the styles reallocate
+#     as their frameworks do (--log-allocs, iteration AT): caffe only when
+#     the batch grows, darknet every batch-sized buffer at once, dynamic at
+#     the new sizes; the same batch again changes nothing.
+for b in 8 24; do
+    for alloc in caffe darknet dynamic; do
+        run "rb$b-$alloc" --net resnet ${SMALL[resnet]} --iters $ITERS --alloc "$alloc" --seed 7 \
+            --rebatch "4:$b" --log-allocs "$TMP/rb$b-$alloc.log"
+    done
+done
+good=0
+for b in 8 24; do
+    [ "$(rc_of "rb$b-caffe")" -eq 0 ] &&
+        cmp -s <(losses "rb$b-caffe" | head -3) <(losses resnet-caffe | head -3) &&
+        [ "$(paste <(losses "rb$b-caffe" | tail -3) <(losses resnet-caffe | tail -3) | awk '$1 != $2' | wc -l)" -eq 3 ] &&
+        [ "$(field "rb$b-caffe" checksum)" != "$(field resnet-caffe checksum)" ] || good=1
+    for alloc in darknet dynamic; do
+        cmp -s <(losses "rb$b-caffe"; field "rb$b-caffe" checksum) \
+               <(losses "rb$b-$alloc"; field "rb$b-$alloc" checksum) || good=1
+    done
+done
+check "--rebatch 4:8 and 4:24: losses as before until iteration 4, different from it, alike in every style" $good \
+    "$TMP/rb8-caffe.out" "$TMP/rb24-darknet.out"
+# allocations and frees the trainer makes in iteration 4 (before its eval
+# or the next iteration), and the bytes of activations allocated in it
+in_iter() { awk -v k="$2" '$1 == "iter" { it = $2; next } it == k && $1 == "alloc" { a++; if ($4 == "activation") b += $3 }
+                          it == k && $1 == "free" { f++ } END { print a + 0, f + 0, b + 0 }' "$TMP/$1.log"; }
+read -r a8c f8c _ <<<"$(in_iter rb8-caffe 4)"
+read -r a24c f24c _ <<<"$(in_iter rb24-caffe 4)"
+read -r a8d f8d _ <<<"$(in_iter rb8-darknet 4)"
+read -r a3d f3d _ <<<"$(in_iter rb8-darknet 3)"
+read -r _ _ b3y <<<"$(in_iter rb24-dynamic 3)"
+read -r _ _ b4y <<<"$(in_iter rb24-dynamic 4)"
+[ "$a8c" -eq 0 ] && [ "$f8c" -eq 0 ] && [ "$a24c" -gt 0 ] && [ "$f24c" -gt 0 ] &&
+    [ "$a8d" -gt 0 ] && [ "$a8d" -eq "$f8d" ] && [ "$a3d" -eq 0 ] && [ "$f3d" -eq 0 ] &&
+    [ "$b4y" -eq $((b3y * 3 / 2)) ]
+check "--rebatch reallocates per style: caffe keeps buffers for 8 ($a8c/$f8c) and grows them for 24 ($a24c/$f24c), darknet reallocates ($a8d/$f8d), dynamic allocates 1.5x the maps" $? \
+    "$TMP/rb8-caffe.log"
+run rb16 --net resnet ${SMALL[resnet]} --iters $ITERS --alloc caffe --seed 7 --rebatch 4:16
+cmp -s <(losses rb16; field rb16 checksum) <(losses resnet-caffe; field resnet-caffe checksum)
+check "--rebatch to the same batch changes nothing" $? "$TMP/rb16.out"
+
 # 5. Kernel launches of host functions: the loss still falls.
 run kernels --net resnet ${SMALL[resnet]} --iters $ITERS --kernels --seed 7
 check_training kernels $ITERS "--kernels trains through host-function kernel launches"
@@ -221,9 +296,13 @@ unset SIMGPU_COMPUTE
 # 8. Bad usage is refused with exit status 2.
 "$SNTRAIN" --net lenet >/dev/null 2>&1; r1=$?
 "$SNTRAIN" --net resnet --alloc pool >/dev/null 2>&1; r2=$?
-"$SNTRAIN" --help | grep -q -- '--dump-graph' && "$SNTRAIN" --help | grep -q -- '--log-allocs'
+"$SNTRAIN" --help | grep -q -- '--dump-graph' && "$SNTRAIN" --help | grep -q -- '--log-allocs' &&
+    "$SNTRAIN" --help | grep -q -- '--eval-every' && "$SNTRAIN" --help | grep -q -- '--rebatch AT:B'
 r3=$?
-[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ]
-check "unknown network or style exits 2; --help lists the options" $?
+"$SNTRAIN" --net resnet --rebatch 4 >/dev/null 2>&1; r4=$?
+"$SNTRAIN" --net resnet --eval-batch 4 >/dev/null 2>&1; r5=$?
+"$SNTRAIN" --net resnet --eval-every 0 >/dev/null 2>&1; r6=$?
+[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ] && [ "$r4" -eq 2 ] && [ "$r5" -eq 2 ] && [ "$r6" -eq 2 ]
+check "unknown network or style, --rebatch without AT:B, --eval-batch alone or --eval-every 0 exit 2; --help lists the options" $?
 
 echo "1..$n"

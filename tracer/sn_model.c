@@ -210,7 +210,7 @@ static int sn_win_init(sn_win *w, const sn_trace *t, const uint64_t *step_call, 
     w->step_call = step_call;
     w->s0 = s0;
     w->n = n;
-    w->call_lo = s0 > 0 ? step_call[s0 - 1] + 1 : 0;
+    w->call_lo = s0 > 0 ? step_call[s0 - 1] + 1 : t->log_begin;
     w->call_hi = step_call[s0 + (size_t)n - 1] + 1;
     if (tail_end > w->call_hi)
         w->call_hi = tail_end;
@@ -817,9 +817,10 @@ static int sn_forward_and_backward(const sn_ctx *c, size_t from, size_t P)
     return f && b;
 }
 
-/* Lists the log's successful steps (c->step_call, c->n) and finds the
- * iteration: a period with a complete training pass (forward and backward)
- * repeated at least twice, cut where its first training pass begins.
+/* Lists the log's successful steps from log_begin (c->step_call, c->n) and
+ * finds the iteration: a period with a complete training pass (forward and
+ * backward) repeated at least twice, cut where its first training pass
+ * begins.
  * Returns 1 when found (c->P, c->base, w set), 0 when not, -1 when out of
  * memory. */
 static int sn_locate(sn_ctx *c, sn_where *w)
@@ -827,7 +828,7 @@ static int sn_locate(sn_ctx *c, sn_where *w)
     const sn_trace *t = c->t;
     memset(w, 0, sizeof *w);
     size_t nsteps = 0;
-    for (size_t i = 0; i < t->ncalls; i++)
+    for (size_t i = t->log_begin; i < t->ncalls; i++)
         nsteps += (t->calls[i].flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP;
     c->step_call = malloc(sn_count((long)nsteps) * sizeof *c->step_call);
     uint64_t *sig = malloc(sn_count((long)nsteps) * sizeof *sig);
@@ -836,7 +837,7 @@ static int sn_locate(sn_ctx *c, sn_where *w)
         return -1;
     }
     c->n = 0;
-    for (size_t i = 0; i < t->ncalls; i++) {
+    for (size_t i = t->log_begin; i < t->ncalls; i++) {
         const sn_trace_call *e = &t->calls[i];
         if ((e->flags & SN_TC_STEP) && !(e->flags & SN_TC_FAILED)) {
             sig[c->n] = e->sig;
@@ -1807,7 +1808,7 @@ static void sn_identity(sn_build *b, const sn_where *wh)
     if (c->base < wh->per.start + c->P || m->ident_total == 0)
         return;
     size_t prev = c->base - c->P;
-    uint64_t lo = prev > 0 ? c->step_call[prev - 1] + 1 : 0;
+    uint64_t lo = prev > 0 ? c->step_call[prev - 1] + 1 : t->log_begin;
     uint64_t hi = b->w.call_lo;
     size_t first = sn_first_tensor_from(t, lo);
     /* previous iteration's allocations, in order */
@@ -1849,7 +1850,7 @@ int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c
     /* the window sn_model_build analysed: from after the last successful
      * step before the iteration through its last step */
     uint64_t lo = m->steps[0].call;
-    while (lo > 0 && (t->calls[lo - 1].flags & (SN_TC_STEP | SN_TC_FAILED)) != SN_TC_STEP)
+    while (lo > t->log_begin && (t->calls[lo - 1].flags & (SN_TC_STEP | SN_TC_FAILED)) != SN_TC_STEP)
         lo--;
     uint64_t hi = m->steps[P - 1].call + 1;
     int n = (int)(hi - lo);

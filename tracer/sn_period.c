@@ -93,6 +93,7 @@ long sn_cursor_step(sn_cursor *c, uint64_t sig, int *completed)
         *completed = 0;
     if (!c->period)
         return -1;
+    c->since_done++;
     if (!c->synced || sig != c->sig[c->pos]) {
         /* Only the iteration's first step brings the cursor back: the
          * rest of an interrupted iteration cannot be placed reliably. */
@@ -108,6 +109,7 @@ long sn_cursor_step(sn_cursor *c, uint64_t sig, int *completed)
     if (++c->pos == c->period) {
         c->pos = 0;
         c->iterations++;
+        c->since_done = 0;
         if (completed)
             *completed = 1;
     }

@@ -42,6 +42,7 @@ typedef struct sn_cursor {
     uint64_t iterations;    /* iterations followed in sequence to their last step
                                (the first from the pos given to sn_cursor_init) */
     uint64_t off_sequence;  /* steps that were not the one expected */
+    uint64_t since_done;    /* steps since it last completed an iteration (or began) */
 } sn_cursor;
 
 /* Starts following the iteration sig[0..period) (copied), expecting the

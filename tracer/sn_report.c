@@ -150,24 +150,33 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                    "nothing); scratch for the searches at most %.1f MiB\n",
                 sn_option_choice("SN_WORKSPACE", s->workspace), (unsigned long long)s->algo_searches,
                 (unsigned long long)s->algo_search_failed, mib(s->search_peak));
+    if (s->relearn_begun)
+        fprintf(f, "  learned anew       %llu times of %llu begun (the run stayed off the learned iteration; a "
+                   "new profile, and a new plan, each time)\n",
+                (unsigned long long)s->relearned, (unsigned long long)s->relearn_begun);
     if (!s->has_plan) {
         fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
         return;
     }
+    char last[96] = "";
+    if (s->plans > 1)
+        snprintf(last, sizeof last, " (%llu under the last of %llu plans)", (unsigned long long)s->plan_iterations_last,
+                 (unsigned long long)s->plans);
     if (s->plan_why)
-        fprintf(f, "  plan               %s, followed %llu iterations; not feasible as made (%s, step %d): "
+        fprintf(f, "  plan               %s, followed %llu iterations%s; not feasible as made (%s, step %d): "
                    "demand residency makes up for it\n",
-                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations,
+                sn_option_choice("SN_POLICY", s->plan_policy), (unsigned long long)s->plan_iterations, last,
                 s->plan_why, s->plan_bad_step);
     else
-        fprintf(f, "  plan               %s%s, followed %llu iterations; predicted %.3f ms per iteration\n",
+        fprintf(f, "  plan               %s%s, followed %llu iterations%s; predicted %.3f ms per iteration\n",
                 sn_option_choice("SN_POLICY", s->plan_policy),
                 s->plan_liveness ? " (with the liveness drops of its framework)" : "",
-                (unsigned long long)s->plan_iterations, s->plan_predicted_ms);
+                (unsigned long long)s->plan_iterations, last, s->plan_predicted_ms);
     if (s->plan_left)
-        fprintf(f, "  off the plan       %llu times the run left the learned sequence (demand residency only "
-                   "until it was back at an iteration's first step)\n",
-                (unsigned long long)s->plan_left);
+        fprintf(f, "  off the plan       %llu times the run left the learned sequence, %llu steps off it (demand "
+                   "residency only meanwhile); the plan resumed %llu times at an iteration's first step\n",
+                (unsigned long long)s->plan_left, (unsigned long long)s->plan_off_steps,
+                (unsigned long long)s->plan_resumed);
     if (s->plan_rebound)
         fprintf(f, "  bound as made      %llu allocations made anew each iteration, bound to the plan's tensors\n",
                 (unsigned long long)s->plan_rebound);
@@ -462,7 +471,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
                "\"predicted_drops\":%llu,\"dropped_reads\":%llu,\"workspace\":\"%s\",\"algo_searches\":%llu,"
-               "\"algo_search_failed\":%llu,\"search_peak\":%llu,\"scratch_peak\":%llu,",
+               "\"algo_search_failed\":%llu,\"search_peak\":%llu,\"scratch_peak\":%llu,\"relearn_begun\":%llu,"
+               "\"relearned\":%llu,",
             s->backing ? s->backing : "?", (unsigned long long)s->budget, (unsigned long long)s->granularity,
             (unsigned long long)s->host_limit, (unsigned long long)s->allocs, (unsigned long long)s->alloc_bytes,
             (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
@@ -480,13 +490,14 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
             (unsigned long long)s->dropped_reads, sn_option_choice("SN_WORKSPACE", s->workspace),
             (unsigned long long)s->algo_searches, (unsigned long long)s->algo_search_failed,
-            (unsigned long long)s->search_peak, (unsigned long long)s->scratch_peak);
+            (unsigned long long)s->search_peak, (unsigned long long)s->scratch_peak,
+            (unsigned long long)s->relearn_begun, (unsigned long long)s->relearned);
     if (s->has_plan)
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
                    "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"algo_steps\":%d,\"algo_up\":%d,"
                    "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
-                   "\"algo_kept\":%llu,"
+                   "\"algo_kept\":%llu,\"resumed\":%llu,\"off_steps\":%llu,\"plans\":%llu,\"iterations_last\":%llu,"
                    "\"bad_step\":%d,\"why\":%s%s%s,\"predicted_stall_ms\":%.6f,\"rebound\":%llu,"
                    "\"per_iteration\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
@@ -498,7 +509,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 s->plan_algo_up, s->plan_algo_down, s->plan_algo_framework ? "true" : "false",
                 (unsigned long long)s->plan_algo_calls,
                 (unsigned long long)s->plan_algo_scratch_calls, (unsigned long long)s->plan_algo_kept,
-                s->plan_bad_step,
+                (unsigned long long)s->plan_resumed, (unsigned long long)s->plan_off_steps,
+                (unsigned long long)s->plans, (unsigned long long)s->plan_iterations_last, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
                 (unsigned long long)s->plan_rebound);

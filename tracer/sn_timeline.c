@@ -29,7 +29,7 @@ long sn_timeline_json(FILE *f, const sn_trace *const *t, const sn_model *m, int 
         for (size_t i = 0; i < tr->ncalls; i++) {
             const sn_trace_call *e = &tr->calls[i];
             int phase_id = -1;
-            if ((e->flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP)
+            if ((e->flags & (SN_TC_STEP | SN_TC_FAILED)) == SN_TC_STEP && i >= tr->log_begin)
                 phase_id = sn_model_phase_of_step(&m[d], step++);
             if (!(e->flags & SN_TC_TIMED))
                 continue;

@@ -137,11 +137,21 @@ size_t sn_trace_log_bytes(const sn_trace *t)
            t->recorded_tensors * sizeof *t->tensors;
 }
 
-/* The log would pass max_bytes: stop recording, once, and say so. */
+/* The log would pass max_bytes: stop recording, once, and say so. While
+ * learning anew, the iteration learned last is kept (and no re-learning
+ * is tried again). */
 static int sn_trace_over_cap(sn_trace *t, size_t more)
 {
     if (sn_trace_log_bytes(t) + more <= t->max_bytes)
         return 0;
+    if (t->relearning) {
+        sn_info("device %d: the call log reached %.1f MiB before the new iteration was learned; the one "
+                "learned before is followed again, and no iteration is learned anew from now on",
+                t->dev, (double)t->max_bytes / 1048576.0);
+        sn_trace_relearn_abandon(t);
+        t->relearn_iters = 0;
+        return 1;
+    }
     t->state = SN_TRACE_FULL;
     sn_warn("device %d: the call log reached %.1f MiB before a training iteration repeated; recording "
             "stops after %zu calls (the report's tables cover those, its totals the whole run)",
@@ -215,12 +225,72 @@ uint64_t sn_trace_signature(const sn_call *c)
 int sn_trace_follow(sn_trace *t, const uint64_t *sig, size_t period, size_t pos, int synced,
                     uint64_t iterations)
 {
-    if (t->state != SN_TRACE_RECORDING || sn_cursor_init(&t->cursor, sig, period, pos, synced) != 0)
+    sn_cursor fresh;
+    if (t->state != SN_TRACE_RECORDING || sn_cursor_init(&fresh, sig, period, pos, synced) != 0)
         return -1;
+    sn_cursor_destroy(&t->cursor);
+    t->cursor = fresh;
     t->state = SN_TRACE_FOLLOWING;
     t->recorded_tensors = t->ntensors;
-    t->run.iterations = iterations;
+    if (t->relearning) {
+        /* the run's count goes on: the iterations of the new recording */
+        t->relearning = 0;
+        t->relearned++;
+        t->run.iterations += iterations;
+    } else {
+        t->run.iterations = iterations;
+    }
     return 0;
+}
+
+/* The run has been off the learned iteration for relearn_iters
+ * iterations' worth of steps: recording again, from the next call. The
+ * records made while following (live-only) join the log as allocated
+ * before it resumes; the free list of such records is forgotten (they are
+ * the log's now, and never recycled). */
+static void sn_trace_relearn_begin(sn_trace *t)
+{
+    t->prev_log_begin = t->log_begin;
+    t->log_begin = t->ncalls;
+    t->relearn_acc = t->nacc;
+    t->relearn_shapes = t->nshapes;
+    t->relearn_tensors = t->recorded_tensors;
+    for (size_t i = t->recorded_tensors; i < t->ntensors; i++) {
+        sn_trace_tensor *x = &t->tensors[i];
+        x->alloc_call = t->ncalls;
+        if (x->freed)
+            x->free_call = t->ncalls;
+        x->next_free = SN_NO_TENSOR;
+    }
+    t->free_tensor = SN_NO_TENSOR;
+    t->recorded_tensors = t->ntensors;
+    t->state = SN_TRACE_RECORDING;
+    t->relearning = 1;
+    t->relearn_begun++;
+    t->events |= SN_TRACE_EV_RELEARN;
+    sn_info("device %d: %llu steps without a complete iteration of the learned one: learning the "
+            "iteration anew", t->dev, (unsigned long long)t->cursor.since_done);
+}
+
+void sn_trace_relearn_abandon(sn_trace *t)
+{
+    if (!t->relearning)
+        return;
+    t->ncalls = t->log_begin;
+    t->nacc = t->relearn_acc;
+    t->nshapes = t->relearn_shapes;
+    t->log_begin = t->prev_log_begin;
+    /* records made since serve only to account live memory again */
+    t->recorded_tensors = t->relearn_tensors;
+    t->free_tensor = SN_NO_TENSOR;
+    for (size_t i = t->recorded_tensors; i < t->ntensors; i++)
+        if (t->tensors[i].freed) {
+            t->tensors[i].next_free = t->free_tensor;
+            t->free_tensor = (uint32_t)i;
+        }
+    t->state = SN_TRACE_FOLLOWING;
+    t->relearning = 0;
+    t->events |= SN_TRACE_EV_RETURNED;
 }
 
 int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const sn_trace_access *acc,
@@ -235,14 +305,29 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
             int done;
             long at = sn_cursor_step(&t->cursor, sn_trace_signature(c), &done);
             t->run.iterations += (uint64_t)done;
-            t->run.off_sequence = t->cursor.off_sequence;
+            t->run.off_sequence += at < 0;
             t->run.position = at >= 0 ? 2 * (int64_t)at : -1;
+            if (at < 0 && t->relearn_iters && t->cursor.since_done >= t->relearn_iters * t->cursor.period)
+                sn_trace_relearn_begin(t);
         } else {
             t->run.position = t->cursor.synced ? 2 * (int64_t)t->cursor.pos + 1 : -1;
         }
         return SN_TRACE_UNRECORDED;
     }
     t->run.position = -1;
+    if (t->relearning && (flags & SN_TC_STEP)) {
+        /* the learned iteration, followed underneath: a whole one of it
+         * means the departure is over */
+        int done;
+        long at = sn_cursor_step(&t->cursor, sn_trace_signature(c), &done);
+        t->run.off_sequence += at < 0;
+        if (done) {
+            t->run.iterations++;
+            sn_info("device %d: the learned iteration is back; learning it anew is given up", t->dev);
+            sn_trace_relearn_abandon(t);
+            return SN_TRACE_UNRECORDED;
+        }
+    }
     int nshapes = c->nshapes;
     if (t->state != SN_TRACE_RECORDING ||
         sn_trace_over_cap(t, sizeof *t->calls + (size_t)nacc * sizeof *t->acc +
@@ -316,9 +401,9 @@ int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to)
     /* the steps are the most recent ones: walk back from the end */
     size_t step = 0, total = 0;
     int seen_f = 0, seen_b = 0;
-    for (size_t i = 0; i < t->ncalls; i++)
+    for (size_t i = t->log_begin; i < t->ncalls; i++)
         total += (t->calls[i].flags & SN_TC_STEP) != 0;
-    for (size_t i = t->ncalls; i-- > 0;) {
+    for (size_t i = t->ncalls; i-- > t->log_begin;) {
         if (!(t->calls[i].flags & SN_TC_STEP))
             continue;
         size_t k = total - 1 - step++;

@@ -19,6 +19,17 @@
  * accumulating: records made after the log stopped serve only to account
  * live memory and are recycled when freed.
  *
+ * Learning anew (manage mode, relearn_iters > 0): when relearn_iters
+ * iterations' worth of steps pass without a complete iteration of the
+ * learned sequence (a changed batch size, not a brief evaluation pass), the
+ * trace records again, appending to the log from log_begin, and the owner
+ * profiles the new iteration as it did the first; the learned one is still
+ * followed underneath. If it comes back (a whole iteration of it) before a
+ * new one is learned, the new part of the log is dropped and the trace
+ * follows it again; if the log fills up first, the same, and no re-learning
+ * happens after that. The model is always made from the log from
+ * log_begin on.
+ *
  * Not thread-safe: the core serialises access with its lock.
  */
 #ifndef SN_TRACE_H
@@ -100,7 +111,8 @@ typedef struct sn_trace_stats {
     uint64_t steps, transfers;       /* those that succeeded */
     uint64_t failed, opaque;         /* calls that failed; calls not seen through */
     uint64_t iterations;             /* FOLLOWING: iterations completed in the run */
-    uint64_t off_sequence;           /* FOLLOWING: steps off the learned iteration */
+    uint64_t off_sequence;           /* steps off the learned iteration (following it,
+                                        or while learning anew) */
     int64_t position;                /* where the latest call stands in the iteration:
                                         2 * step for a step, 2 * step + 1 for a call
                                         before that step; -1 off the sequence or
@@ -147,7 +159,22 @@ typedef struct sn_trace {
     sn_cursor cursor;                  /* FOLLOWING: where the run is in the iteration */
     sn_trace_algos *algos;             /* convolution algorithms measured, by configuration */
     size_t nconf;                      /* configurations measured (some may have no algorithm) */
+    /* learning anew (see above) */
+    uint64_t relearn_iters;            /* set by the owner; 0: never */
+    int relearning;                    /* recording again, the learned iteration followed underneath */
+    size_t log_begin;                  /* the call the log of the iteration learned (or being
+                                          learned) begins at */
+    size_t prev_log_begin, relearn_acc, relearn_shapes, relearn_tensors;  /* to go back */
+    uint64_t relearn_begun, relearned; /* re-learnings begun, and completed */
+    unsigned events;                   /* enum sn_trace_event, for the owner to take */
 } sn_trace;
+
+/* What changed at a call, taken (and cleared) by the owner. */
+enum sn_trace_event {
+    SN_TRACE_EV_RELEARN = 1,   /* recording again to learn the iteration anew */
+    SN_TRACE_EV_RETURNED = 2,  /* the learned iteration came back (or the log filled up):
+                                  following it again, the new recording dropped */
+};
 
 void sn_trace_init(sn_trace *t, int dev);
 void sn_trace_destroy(sn_trace *t);
@@ -167,7 +194,8 @@ void sn_trace_call_time(sn_trace *t, int64_t index, double start_ms, double dur_
 
 /* The profile is complete: stop recording and follow the iteration
  * sig[0..period) from position pos (synced = 0: from its next first step),
- * iterations having been completed so far. Returns -1 (t keeps recording)
+ * iterations having been completed so far (learning anew: in the new
+ * recording, added to the run's count). Returns -1 (t keeps recording)
  * when t is not recording or out of memory. sn_model_follow finds the
  * arguments in the log. */
 int sn_trace_follow(sn_trace *t, const uint64_t *sig, size_t period, size_t pos, int synced,
@@ -188,6 +216,11 @@ const sn_trace_algo *sn_trace_algos_get(const sn_trace *t, uint64_t conf, int *n
 /* Bytes the recorded log holds. */
 size_t sn_trace_log_bytes(const sn_trace *t);
 
+/* A re-learning in progress is given up: the log as it was when it began,
+ * the learned iteration followed again (SN_TRACE_EV_RETURNED). No-op when
+ * none is. */
+void sn_trace_relearn_abandon(sn_trace *t);
+
 /* Whether device memory of this kind counts toward the device's usage. */
 static inline int sn_trace_counts_memory(int kind)
 {
@@ -195,8 +228,9 @@ static inline int sn_trace_counts_memory(int kind)
 }
 
 /* 1 if the steps with step numbers [from, to) (counting compute steps
- * only, failed ones included) hold both a forward-only and a backward-only
- * step: a whole training iteration, not a repeated block inside one. */
+ * only, failed ones included, from log_begin) hold both a forward-only and
+ * a backward-only step: a whole training iteration, not a repeated block
+ * inside one. */
 int sn_trace_has_backward(const sn_trace *t, size_t from, size_t to);
 
 /* Whether the profile may end with the iteration per found in the step

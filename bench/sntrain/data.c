@@ -106,11 +106,12 @@ static void *prefetch_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         if (stop)
             break;
-        dataset_batch(p->ds, k, p->batch, s->host_images, s->host_onehot, s->labels);
-        cudaError_t e = cudaMemcpyAsync(s->dev_images, s->host_images, p->image_bytes,
+        int batch = train_batch_of(p->opt, p->batch, k + 1);
+        dataset_batch(p->ds, k, batch, s->host_images, s->host_onehot, s->labels);
+        cudaError_t e = cudaMemcpyAsync(s->dev_images, s->host_images, p->image_bytes * (size_t)batch,
                                         cudaMemcpyHostToDevice, p->stream);
         if (e == cudaSuccess)
-            e = cudaMemcpyAsync(s->dev_onehot, s->host_onehot, p->onehot_bytes,
+            e = cudaMemcpyAsync(s->dev_onehot, s->host_onehot, p->onehot_bytes * (size_t)batch,
                                 cudaMemcpyHostToDevice, p->stream);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(p->stream);
@@ -122,6 +123,7 @@ static void *prefetch_main(void *arg)
         } else {
             s->full = 1;
             s->index = k;
+            s->batch = batch;
         }
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);

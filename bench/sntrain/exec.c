@@ -9,7 +9,10 @@
  * device buffer declares which steps use it; the allocation styles differ
  * only in when buffers come and go (see enum buf_class), never in the order
  * or the arguments of the compute calls, so all styles learn bit-identical
- * weights wherever the libraries are deterministic.
+ * weights wherever the libraries are deterministic. An evaluation pass runs
+ * the forward steps alone, in inference mode; a batch change reshapes the
+ * network between iterations, each style handling its memory as its
+ * framework does (trainer_set_batch).
  */
 #include "bench/sntrain/trainer.h"
 
@@ -59,7 +62,7 @@ static trainer *active_trainer; /* for the exit hook */
  * copies to or from the host) counts toward its phase, for --dump-graph. */
 static void count_step(trainer *tr)
 {
-    tr->step_count[tr->phase]++;
+    tr->step_count[tr->evaluating ? 3 : tr->phase]++;
 }
 
 #define DNN_STEP(call)                                                                         \
@@ -98,7 +101,7 @@ static int new_buf(trainer *tr, enum buf_class cls, enum buf_role role, size_t b
     snprintf(d->name, sizeof d->name, fmt, a, b);
     d->bytes = bytes;
     d->cls = cls;
-    d->first = d->last = -1;
+    d->first = d->last = d->eval_last = -1;
     d->role = role;
     d->consumers = 1;
     return tr->nbufs++;
@@ -166,15 +169,18 @@ static void dev_free(trainer *tr, void *p, size_t bytes)
 static void buf_alloc(trainer *tr, int id)
 {
     dbuf *d = &tr->bufs[id];
-    if (!d->ptr)
+    if (!d->ptr) {
         d->ptr = dev_malloc(tr, d->bytes, d);
+        d->cap = d->ptr ? d->bytes : 0;
+    }
 }
 
 static void buf_release(trainer *tr, int id)
 {
     dbuf *d = &tr->bufs[id];
-    dev_free(tr, d->ptr, d->bytes);
+    dev_free(tr, d->ptr, d->cap);
     d->ptr = NULL;
+    d->cap = 0;
 }
 
 static float *P(trainer *tr, int id)
@@ -235,8 +241,11 @@ static void use(uses *u, int id)
 }
 
 /* The buffers one step reads or writes, in the order a framework would
- * first touch them (so that first-use allocation order is natural). */
-static void step_uses(const trainer *tr, int step, uses *u)
+ * first touch them (so that first-use allocation order is natural). In an
+ * evaluation pass (eval; forward steps only) nothing of the backward pass
+ * is touched: no gradient cleared, no batch statistics or dropout mask
+ * saved, dropout's state left alone. */
+static void step_uses_as(const trainer *tr, int step, int eval, uses *u)
 {
     const net *n = tr->n;
     u->n = 0;
@@ -263,12 +272,17 @@ static void step_uses(const trainer *tr, int step, uses *u)
         switch (l->type) {
         case L_DATA: use(u, tr->trt[n->label_tensor].data); break;
         case L_BN: use(u, r->run_mean), use(u, r->run_var); break;
-        case L_DROPOUT: use(u, r->states); break;
+        case L_DROPOUT:
+            if (!eval)
+                use(u, r->states);
+            break;
         case L_FC: use(u, tr->ones); break;
         case L_CONV: use(u, r->ws_buf); break;
         default: break;
         }
         use(u, out->data);
+        if (eval)
+            return;
         if (tr->opt->alloc == ALLOC_DARKNET)
             use(u, out->diff);
         if (l->type == L_BN)
@@ -324,6 +338,11 @@ static void step_uses(const trainer *tr, int step, uses *u)
         use(u, out->data), use(u, tr->trt[n->label_tensor].data), use(u, in0->diff);
         break;
     }
+}
+
+static void step_uses(const trainer *tr, int step, uses *u)
+{
+    step_uses_as(tr, step, 0, u);
 }
 
 /* ---- setup -------------------------------------------------------------- */
@@ -384,6 +403,8 @@ static size_t style_ws_limit(const train_options *o)
         }                                                                                      \
     } while (0)
 
+static void pick_conv_algos(trainer *tr, int li);
+
 static void setup_conv(trainer *tr, int li)
 {
     const layer *l = &tr->n->layers[li];
@@ -405,6 +426,14 @@ static void setup_conv(trainer *tr, int li)
     }
     if (l->has_bias)
         r->bias_desc = tensor_desc((shape){1, y.c, 1, 1});
+    pick_conv_algos(tr, li);
+}
+
+/* The convolution's algorithms and workspaces for the current batch. */
+static void pick_conv_algos(trainer *tr, int li)
+{
+    const layer *l = &tr->n->layers[li];
+    layer_rt *r = &tr->lrt[li];
     cudnnTensorDescriptor_t xd = tr->trt[l->in[0]].desc, yd = tr->trt[l->out].desc;
     size_t limit = tr->ws_limit;
     int count = 0, max = 0;
@@ -598,14 +627,16 @@ static void create_buffers(trainer *tr)
         if (r->ws_bwf > need) need = r->ws_bwf;
         if (r->ws_bwd > need) need = r->ws_bwd;
         if (need > largest) largest = need;
-        if (tr->opt->alloc == ALLOC_CAFFE && need > 0)
+        /* (made even when empty: another batch may need one; a buffer of
+         * no bytes is never allocated) */
+        if (tr->opt->alloc == ALLOC_CAFFE)
             r->ws_buf = new_buf(tr, BUF_KEEP, ROLE_WORKSPACE, need, "%s%s", n->layers[li].name,
                                 ".workspace");
     }
-    if (tr->opt->alloc == ALLOC_DARKNET && largest > 0)
+    if (tr->opt->alloc == ALLOC_DARKNET)
         tr->shared_ws = new_buf(tr, BUF_SETUP, ROLE_WORKSPACE, largest, "%s%s",
                                 "shared_workspace", "");
-    /* Lifetimes in steps. */
+    /* Lifetimes in steps, in an iteration and in an evaluation pass. */
     uses u = {0};
     for (int s = 0; s < tr->nsteps; s++) {
         step_uses(tr, s, &u);
@@ -615,6 +646,11 @@ static void create_buffers(trainer *tr)
                 d->first = s;
             d->last = s;
         }
+    }
+    for (int s = 0; s < n->nlayers; s++) {
+        step_uses_as(tr, s, 1, &u);
+        for (int i = 0; i < u.n; i++)
+            tr->bufs[u.ids[i]].eval_last = s;
     }
     free(u.ids);
 }
@@ -704,6 +740,7 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
     tr->opt = opt;
     tr->n = n;
     tr->nsteps = 2 * n->nlayers;
+    tr->batch0 = n->input.n;
     tr->ws_limit = style_ws_limit(opt);
     active_trainer = tr;
     set_exit_hook(exit_hook);
@@ -764,22 +801,33 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
         fprintf(stderr, "sntrain: out of host memory for the data set\n");
         return EXIT_CUDA_ERROR;
     }
-    size_t image_bytes = shape_count(n->input) * sizeof(float);
-    size_t onehot_bytes = (size_t)n->input.n * (size_t)n->classes * sizeof(float);
-    size_t prob_bytes = onehot_bytes;
+    /* Host buffers hold the largest batch of the run: training batches
+     * (--batch, --rebatch) and evaluation batches. */
+    int train_max = n->input.n;
+    if (opt->rebatch_at > 0 && opt->rebatch > train_max)
+        train_max = opt->rebatch;
+    int batch_max = train_max;
+    if (opt->eval_every > 0 && opt->eval_batch > batch_max)
+        batch_max = opt->eval_batch;
+    size_t per_image = shape_count((shape){1, n->input.c, n->input.h, n->input.w}) * sizeof(float);
+    size_t per_onehot = (size_t)n->classes * sizeof(float);
+    size_t image_bytes = per_image * (size_t)train_max;
+    size_t onehot_bytes = per_onehot * (size_t)train_max;
+    size_t prob_bytes = per_onehot * (size_t)batch_max;
     if (opt->alloc == ALLOC_CAFFE) {
         prefetcher *pf = &tr->pf;
         pf->ds = &tr->ds;
+        pf->opt = opt;
         pf->batch = n->input.n;
         pf->total = opt->iters;
-        pf->image_bytes = image_bytes;
-        pf->onehot_bytes = onehot_bytes;
+        pf->image_bytes = per_image;
+        pf->onehot_bytes = per_onehot;
         for (int s = 0; s < PREFETCH_SLOTS; s++) {
             prefetch_slot *sl = &pf->slot[s];
             dbuf slot = {.role = ROLE_PREFETCH, .consumers = 1};
             CUDA_CHECK(cudaMallocHost((void **)&sl->host_images, image_bytes));
             CUDA_CHECK(cudaMallocHost((void **)&sl->host_onehot, onehot_bytes));
-            sl->labels = calloc((size_t)n->input.n, sizeof(int));
+            sl->labels = calloc((size_t)train_max, sizeof(int));
             snprintf(slot.name, sizeof slot.name, "prefetch[%d].data", s);
             sl->dev_images = dev_malloc(tr, image_bytes, &slot);
             snprintf(slot.name, sizeof slot.name, "prefetch[%d].label", s);
@@ -789,15 +837,20 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
         if (prefetch_start(pf) != 0)
             return EXIT_CUDA_ERROR;
     } else {
-        tr->host_images = malloc(image_bytes);
-        tr->host_onehot = malloc(onehot_bytes);
         tr->host_prob = malloc(prob_bytes);
-        if (!tr->host_images || !tr->host_onehot || !tr->host_prob) {
-            fprintf(stderr, "sntrain: out of host memory for the batch\n");
-            return EXIT_CUDA_ERROR;
-        }
     }
-    tr->host_labels = calloc((size_t)n->input.n, sizeof(int));
+    /* the batches the data layer loads itself: every batch but the caffe
+     * style's training batches, and the held-out batch */
+    if (opt->alloc != ALLOC_CAFFE || opt->eval_every > 0) {
+        tr->host_images = malloc(per_image * (size_t)batch_max);
+        tr->host_onehot = malloc(per_onehot * (size_t)batch_max);
+    }
+    tr->host_labels = calloc((size_t)batch_max, sizeof(int));
+    if (!tr->host_prob || !tr->host_labels ||
+        ((opt->alloc != ALLOC_CAFFE || opt->eval_every > 0) && (!tr->host_images || !tr->host_onehot))) {
+        fprintf(stderr, "sntrain: out of host memory for the batch\n");
+        return EXIT_CUDA_ERROR;
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
     trainer_sample_memory(tr);
     return 0;
@@ -816,10 +869,18 @@ static void load_batch(trainer *tr)
     const net *n = tr->n;
     size_t image_bytes = shape_count(n->input) * sizeof(float);
     size_t onehot_bytes = (size_t)n->input.n * (size_t)n->classes * sizeof(float);
-    if (tr->opt->alloc == ALLOC_CAFFE) {
+    /* the held-out batch of an evaluation pass: read by the data layer
+     * itself in every style (Caffe's test net has a data layer of its own) */
+    long index = tr->evaluating ? EVAL_BATCH_INDEX : tr->iter;
+    if (tr->opt->alloc == ALLOC_CAFFE && !tr->evaluating) {
         prefetch_slot *s = prefetch_take(&tr->pf, tr->iter);
         if (!s)
             trainer_exit(EXIT_CUDA_ERROR);
+        if (s->batch != n->input.n) {
+            fprintf(stderr, "sntrain: batch %ld was prefetched with %d images, not %d\n", tr->iter,
+                    s->batch, n->input.n);
+            trainer_exit(EXIT_CUDA_ERROR);
+        }
         /* Caffe's data layer copies the prefetched batch into its top blobs. */
         CUDA_STEP(cudaMemcpy(DATA(n->data_tensor), s->dev_images, image_bytes,
                               cudaMemcpyDeviceToDevice));
@@ -830,8 +891,7 @@ static void load_batch(trainer *tr)
         prefetch_release(&tr->pf, s);
         return;
     }
-    dataset_batch(&tr->ds, tr->iter, n->input.n, tr->host_images, tr->host_onehot,
-                  tr->host_labels);
+    dataset_batch(&tr->ds, index, n->input.n, tr->host_images, tr->host_onehot, tr->host_labels);
     CUDA_CHECK(cudaMemcpy(DATA(n->data_tensor), tr->host_images, image_bytes,
                           cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(DATA(n->label_tensor), tr->host_onehot, onehot_bytes,
@@ -862,11 +922,23 @@ static void loss_forward(trainer *tr, const layer *l)
     CUDA_CHECK(cudaMemcpy(tr->host_prob, DATA(l->out), count * sizeof(float),
                           cudaMemcpyDeviceToHost));
     double loss = 0;
+    int right = 0;
     for (int b = 0; b < n->input.n; b++) {
-        float p = tr->host_prob[(size_t)b * (size_t)n->classes + (size_t)tr->host_labels[b]];
+        const float *row = tr->host_prob + (size_t)b * (size_t)n->classes;
+        float p = row[tr->host_labels[b]];
         loss -= log(p > FLT_MIN ? p : FLT_MIN);
+        int best = 0;
+        for (int k = 1; k < n->classes; k++)
+            if (row[k] > row[best])
+                best = k;
+        right += best == tr->host_labels[b];
     }
-    tr->loss = loss / n->input.n;
+    if (tr->evaluating) {
+        tr->eval_loss = loss / n->input.n;
+        tr->eval_accuracy = (double)right / n->input.n;
+    } else {
+        tr->loss = loss / n->input.n;
+    }
 }
 
 static void forward(trainer *tr, int li)
@@ -875,7 +947,7 @@ static void forward(trainer *tr, int li)
     const layer *l = &n->layers[li];
     layer_rt *r = &tr->lrt[li];
     int x = l->nin ? l->in[0] : -1, y = l->out;
-    if (tr->opt->alloc == ALLOC_DARKNET && tr->trt[y].diff >= 0)
+    if (tr->opt->alloc == ALLOC_DARKNET && tr->trt[y].diff >= 0 && !tr->evaluating)
         CUDA_STEP(cudaMemsetAsync(DIFF(y), 0, tr->bufs[tr->trt[y].diff].bytes, 0));
     switch (l->type) {
     case L_DATA: load_batch(tr); break;
@@ -891,6 +963,13 @@ static void forward(trainer *tr, int li)
         break;
     }
     case L_BN:
+        if (tr->evaluating) {
+            DNN_STEP(cudnnBatchNormalizationForwardInference(
+                tr->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, TD(x), DATA(x), TD(y), DATA(y),
+                r->bn_desc, PVAL(l, 0), PVAL(l, 1), P(tr, r->run_mean), P(tr, r->run_var),
+                bn_epsilon));
+            break;
+        }
         DNN_STEP(cudnnBatchNormalizationForwardTraining(
             tr->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, TD(x), DATA(x), TD(y), DATA(y),
             r->bn_desc, PVAL(l, 0), PVAL(l, 1), bn_average_factor, P(tr, r->run_mean),
@@ -910,6 +989,12 @@ static void forward(trainer *tr, int li)
                                                 &one, TD(x), DATA(x), &zero, TD(y), DATA(y)));
         break;
     case L_DROPOUT:
+        if (tr->evaluating) {
+            /* Caffe's dropout at test time: the input copied through */
+            CUDA_STEP(cudaMemcpyAsync(DATA(y), DATA(x), shape_count(n->tensors[y].s) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, 0));
+            break;
+        }
         DNN_STEP(cudnnDropoutForward(tr->dnn, r->ddesc, TD(x), DATA(x), TD(y), DATA(y),
                                         P(tr, r->reserve), tr->bufs[r->reserve].bytes));
         break;
@@ -1093,10 +1178,11 @@ float trainer_iteration(trainer *tr)
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    CUDA_CHECK(cudaEventRecord(start, 0));
     tr->training = 1;
     if (tr->alloc_log)
         fprintf(tr->alloc_log, "iter %ld\n", tr->iter + 1);
+    trainer_set_batch(tr, train_batch_of(tr->opt, tr->batch0, tr->iter + 1));
+    CUDA_CHECK(cudaEventRecord(start, 0));
     /* --phase-times: events after the data step, the last forward step (the
      * loss) and the last backward step, so that published forward+backward
      * figures, which leave out data loading and the update, can be compared. */
@@ -1130,6 +1216,159 @@ float trainer_iteration(trainer *tr)
     trainer_sample_memory(tr);
     tr->iter++;
     return ms;
+}
+
+/* ---- evaluation ----------------------------------------------------------- */
+
+static void run_eval_step(trainer *tr, int s, uses *u)
+{
+    step_uses_as(tr, s, 1, u);
+    for (int i = 0; i < u->n; i++)
+        if (!tr->bufs[u->ids[i]].ptr && tr->bufs[u->ids[i]].bytes)
+            buf_alloc(tr, u->ids[i]);
+    forward(tr, s);
+    if (tr->opt->alloc != ALLOC_DYNAMIC)
+        return;
+    /* nothing is kept for a backward pass: each map goes after its last
+     * reader in the pass */
+    for (int i = 0; i < u->n; i++) {
+        dbuf *d = &tr->bufs[u->ids[i]];
+        if (d->cls == BUF_TRANSIENT && d->eval_last == s)
+            buf_release(tr, u->ids[i]);
+    }
+}
+
+float trainer_eval(trainer *tr)
+{
+    int train = tr->n->input.n;
+    int batch = tr->opt->eval_batch > 0 ? tr->opt->eval_batch : train;
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventRecord(start, 0));
+    trainer_set_batch(tr, batch);
+    tr->evaluating = 1;
+    tr->step_count[3] = 0;
+    uses u = {0};
+    for (int s = 0; s < tr->n->nlayers; s++)
+        run_eval_step(tr, s, &u);
+    free(u.ids);
+    tr->evaluating = 0;
+    trainer_set_batch(tr, train);
+    CUDA_CHECK(cudaEventRecord(stop, 0));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    trainer_sample_memory(tr);
+    return ms;
+}
+
+/* ---- changing the batch ------------------------------------------------------ */
+
+/* A buffer's size at the new batch, and what the style's framework does
+ * with the memory it holds (each buffer once: in-place maps share one). */
+static void resize_buf(trainer *tr, int id, size_t bytes, char *seen)
+{
+    if (id < 0 || seen[id])
+        return;
+    seen[id] = 1;
+    dbuf *d = &tr->bufs[id];
+    d->bytes = bytes;
+    if (!d->ptr)
+        return;
+    switch (tr->opt->alloc) {
+    case ALLOC_CAFFE:
+        /* Blob::Reshape: the memory stays while it is large enough (a
+         * smaller batch uses the front of it), else it is freed and
+         * allocated anew at its next use */
+        if (bytes > d->cap)
+            buf_release(tr, id);
+        break;
+    case ALLOC_DARKNET:
+        /* resize_network: every output, delta and the workspace freed and
+         * allocated anew at once */
+        buf_release(tr, id);
+        buf_alloc(tr, id);
+        break;
+    case ALLOC_DYNAMIC:
+        /* held between iterations only when long-lived: allocated anew at
+         * its next use */
+        if (bytes != d->cap)
+            buf_release(tr, id);
+        break;
+    }
+}
+
+void trainer_set_batch(trainer *tr, int batch)
+{
+    net *n = tr->n;
+    if (batch == n->input.n)
+        return;
+    n->input.n = batch;
+    for (int t = 0; t < n->ntensors; t++) {
+        shape *x = &n->tensors[t].s;
+        x->n = batch;
+        CUDNN_CHECK(cudnnSetTensor4dDescriptor(tr->trt[t].desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                               x->n, x->c, x->h, x->w));
+    }
+    char *seen = calloc((size_t)tr->nbufs, 1);
+    if (!seen) {
+        fprintf(stderr, "sntrain: out of host memory\n");
+        trainer_exit(EXIT_CUDA_ERROR);
+    }
+    size_t largest = 0;
+    for (int li = 0; li < n->nlayers; li++) {
+        const layer *l = &n->layers[li];
+        layer_rt *r = &tr->lrt[li];
+        shape y = n->tensors[l->out].s;
+        switch (l->type) {
+        case L_CONV: {
+            pick_conv_algos(tr, li);
+            size_t need = r->ws_fwd;
+            if (r->ws_bwf > need) need = r->ws_bwf;
+            if (r->ws_bwd > need) need = r->ws_bwd;
+            if (need > largest) largest = need;
+            resize_buf(tr, r->ws_buf, need, seen);
+            break;
+        }
+        case L_DROPOUT: {
+            size_t reserve = 0;
+            CUDNN_CHECK(cudnnDropoutGetReserveSpaceSize(tr->trt[l->in[0]].desc, &reserve));
+            resize_buf(tr, r->reserve, reserve, seen);
+            break;
+        }
+        case L_CONCAT:
+            for (int k = 0; k < l->nin; k++) {
+                shape x = n->tensors[l->in[k]].s;
+                CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(r->views[k], CUDNN_DATA_FLOAT, x.n, x.c, x.h,
+                                                         x.w, y.c * y.h * y.w, y.h * y.w, y.w, 1));
+            }
+            break;
+        default: break;
+        }
+    }
+    resize_buf(tr, tr->shared_ws, largest, seen);
+    for (int t = 0; t < n->ntensors; t++) {
+        size_t bytes = shape_count(n->tensors[t].s) * sizeof(float);
+        resize_buf(tr, tr->trt[t].data, bytes, seen);
+        resize_buf(tr, tr->trt[t].diff, bytes, seen);
+    }
+    /* the FC bias's vector of ones, refilled as Caffe's InnerProduct
+     * layer refills its bias multiplier when it reshapes */
+    resize_buf(tr, tr->ones, sizeof(float) * (size_t)batch, seen);
+    buf_alloc(tr, tr->ones);
+    float *ones = malloc(sizeof(float) * (size_t)batch);
+    if (!ones) {
+        fprintf(stderr, "sntrain: out of host memory\n");
+        trainer_exit(EXIT_CUDA_ERROR);
+    }
+    for (int i = 0; i < batch; i++)
+        ones[i] = 1.0f;
+    CUDA_CHECK(cudaMemcpy(P(tr, tr->ones), ones, sizeof(float) * (size_t)batch, cudaMemcpyHostToDevice));
+    free(ones);
+    free(seen);
 }
 
 int trainer_dump_steps(const trainer *tr, const char *path)

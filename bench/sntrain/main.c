@@ -5,6 +5,8 @@
  *   iter <i> loss <loss> time <ms> ms     one line per iteration, stdout
  *   phases <i> data <ms> forward <ms> backward <ms> update <ms>
  *                                         after it, with --phase-times
+ *   eval <i> loss <loss> accuracy <a> time <ms> ms
+ *                                         after it, with --eval-every
  *   checksum <16 hex digits>              FNV-1a of all learned weights
  *   peak <N> MiB                          largest device memory in use
  *   images/s <rate>                       over iterations 2.. (all if one)
@@ -58,6 +60,13 @@ static void usage(FILE *f)
             "  --log-allocs FILE     write every device allocation and free the trainer\n"
             "                        makes, with the buffer's role (weight, activation,\n"
             "                        gradient, workspace, ...), and a line per iteration\n"
+            "  --eval-every N        after every N-th iteration, a forward-only evaluation\n"
+            "                        pass over a held-out batch (batch norm with its running\n"
+            "                        statistics, no dropout), printed as an 'eval' line\n"
+            "  --eval-batch B        the evaluation pass's batch (default: the training\n"
+            "                        batch in effect)\n"
+            "  --rebatch AT:B        from iteration AT on, train at batch B; buffers are\n"
+            "                        reshaped as the --alloc style's framework does\n"
             "  --help                this text\n"
             "\n"
             "Defaults for --depth, --width, --batch, --input and --classes depend on the\n"
@@ -103,9 +112,11 @@ int main(int argc, char **argv)
     o.momentum = 0.9f;
     o.weight_decay = 0.0005f;
     o.workspace_limit_mib = -1;
+    int eval_batch_given = 0;
 
     enum { O_NET = 256, O_DEPTH, O_WIDTH, O_BATCH, O_INPUT, O_CLASSES, O_ITERS, O_ALLOC, O_SEED,
-           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_LOG_ALLOCS, O_HELP };
+           O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_LOG_ALLOCS, O_EVAL_EVERY,
+           O_EVAL_BATCH, O_REBATCH, O_HELP };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},
         {"depth", required_argument, 0, O_DEPTH},
@@ -124,6 +135,9 @@ int main(int argc, char **argv)
         {"phase-times", no_argument, 0, O_PHASES},
         {"dump-graph", required_argument, 0, O_DUMP},
         {"log-allocs", required_argument, 0, O_LOG_ALLOCS},
+        {"eval-every", required_argument, 0, O_EVAL_EVERY},
+        {"eval-batch", required_argument, 0, O_EVAL_BATCH},
+        {"rebatch", required_argument, 0, O_REBATCH},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -186,6 +200,31 @@ int main(int argc, char **argv)
         case O_PHASES: o.phase_times = 1; break;
         case O_DUMP: o.dump_graph = optarg; break;
         case O_LOG_ALLOCS: o.log_allocs = optarg; break;
+        case O_EVAL_EVERY:
+            if (parse_long("--eval-every", optarg, 1, 1 << 30, &v)) return EXIT_USAGE;
+            o.eval_every = (int)v;
+            break;
+        case O_EVAL_BATCH:
+            if (parse_long("--eval-batch", optarg, 1, 1 << 20, &v)) return EXIT_USAGE;
+            o.eval_batch = (int)v;
+            eval_batch_given = 1;
+            break;
+        case O_REBATCH: {
+            char *colon = strchr(optarg, ':');
+            if (!colon) {
+                fprintf(stderr, "sntrain: --rebatch expects AT:B (from iteration AT on, batch B), "
+                                "got '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            *colon = 0;
+            long b;
+            if (parse_long("--rebatch AT", optarg, 1, 1 << 30, &v) ||
+                parse_long("--rebatch B", colon + 1, 1, 1 << 20, &b))
+                return EXIT_USAGE;
+            o.rebatch_at = (int)v;
+            o.rebatch = (int)b;
+            break;
+        }
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return EXIT_USAGE;
         }
@@ -193,6 +232,10 @@ int main(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "sntrain: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (eval_batch_given && !o.eval_every) {
+        fprintf(stderr, "sntrain: --eval-batch needs --eval-every\n");
         return EXIT_USAGE;
     }
     if (!o.net.kind) {
@@ -226,16 +269,24 @@ int main(int argc, char **argv)
     if (rc != 0) {
         trainer_exit(rc);
     }
-    double total_ms = 0, timed_ms = 0;
+    double total_ms = 0, timed_ms = 0, timed_images = 0;
     for (int i = 0; i < o.iters; i++) {
         float ms = trainer_iteration(&tr);
         total_ms += ms;
-        if (i > 0 || o.iters == 1)
+        if (i > 0 || o.iters == 1) {
             timed_ms += ms;
+            timed_images += n->input.n;
+        }
         printf("iter %d loss %.6f time %.3f ms\n", i + 1, tr.loss, ms);
         if (o.phase_times)
             printf("phases %d data %.3f forward %.3f backward %.3f update %.3f ms\n", i + 1,
                    tr.phase_ms[0], tr.phase_ms[1], tr.phase_ms[2], tr.phase_ms[3]);
+        if (o.eval_every && (i + 1) % o.eval_every == 0) {
+            float ems = trainer_eval(&tr);
+            total_ms += ems;
+            printf("eval %d loss %.6f accuracy %.4f time %.3f ms\n", i + 1, tr.eval_loss,
+                   tr.eval_accuracy, ems);
+        }
         fflush(stdout);
         /* the second iteration is the steady one (the first clears momentum) */
         if (o.dump_graph && (i == 1 || o.iters == 1) && trainer_dump_steps(&tr, o.dump_graph) != 0)
@@ -245,8 +296,7 @@ int main(int argc, char **argv)
         trainer_exit(EXIT_USAGE);
     uint64_t sum = trainer_checksum(&tr);
     trainer_sample_memory(&tr);
-    int timed_iters = o.iters > 1 ? o.iters - 1 : 1;
-    double rate = timed_ms > 0 ? (double)n->input.n * timed_iters / (timed_ms / 1000.0) : 0.0;
+    double rate = timed_ms > 0 ? timed_images / (timed_ms / 1000.0) : 0.0;
     printf("checksum %016" PRIx64 "\n", sum);
     printf("peak %zu MiB\n", (tr.peak_used + (1u << 20) - 1) >> 20);
     printf("images/s %.1f\n", rate);

@@ -39,9 +39,23 @@ typedef struct train_options {
     int phase_times;          /* time data, forward, backward and update separately */
     const char *dump_graph;
     const char *log_allocs;   /* --log-allocs: every cudaMalloc/cudaFree the trainer makes */
+    int eval_every;           /* --eval-every: an evaluation pass after every N-th iteration, 0 none */
+    int eval_batch;           /* --eval-batch: its batch, 0 the training batch in effect */
+    int rebatch_at, rebatch;  /* --rebatch AT:B: iterations AT.. train at batch B; 0 never */
 } train_options;
 
 const char *alloc_style_name(enum alloc_style a);
+
+/* The training batch of iteration iter (1-based) under --rebatch, initial
+ * being --batch. */
+static inline int train_batch_of(const train_options *o, int initial, long iter)
+{
+    return o->rebatch_at > 0 && iter >= o->rebatch_at ? o->rebatch : initial;
+}
+
+/* The held-out batch every evaluation pass reads (index -1 of the data
+ * set: no training batch uses it). */
+#define EVAL_BATCH_INDEX (-1L)
 
 /* ---- synthetic data (data.c) ------------------------------------------- */
 
@@ -61,7 +75,9 @@ void dataset_batch(const dataset *ds, long index, int batch, float *images, floa
                    int *labels);
 
 /* Caffe-style prefetching: a thread fills pinned host buffers and copies
- * them to device slots with cudaMemcpyAsync on its own stream. */
+ * them to device slots with cudaMemcpyAsync on its own stream. Slots are
+ * sized for the largest training batch of the run; batch k holds
+ * train_batch_of(opt, batch, k + 1) images. */
 #define PREFETCH_SLOTS 2
 typedef struct prefetch_slot {
     float *host_images, *host_onehot; /* pinned */
@@ -69,13 +85,15 @@ typedef struct prefetch_slot {
     void *dev_images, *dev_onehot;
     int full;
     long index;
+    int batch;                        /* images it holds */
 } prefetch_slot;
 
 typedef struct prefetcher {
     const dataset *ds;
-    int batch;
+    const train_options *opt;
+    int batch;                        /* --batch */
     long total;
-    size_t image_bytes, onehot_bytes;
+    size_t image_bytes, onehot_bytes; /* per image */
     prefetch_slot slot[PREFETCH_SLOTS];
     cudaStream_t stream;
     pthread_t thread;
@@ -117,10 +135,12 @@ const char *buf_role_name(enum buf_role r);
 
 typedef struct dbuf {
     char name[96];
-    size_t bytes;
+    size_t bytes;    /* what the current batch needs */
+    size_t cap;      /* what ptr holds (caffe keeps a larger buffer when the batch shrinks) */
     void *ptr;
     enum buf_class cls;
     int first, last; /* steps of first and last use in an iteration, -1: none */
+    int eval_last;   /* the last forward step of an evaluation pass that uses it, -1: none */
     /* for --log-allocs */
     enum buf_role role;
     int consumers;   /* layers that read it */
@@ -183,9 +203,12 @@ typedef struct trainer {
     prefetcher pf;
     float *host_images, *host_onehot, *host_prob;
     int *host_labels;
+    int batch0;          /* --batch: the training batch until --rebatch */
     long iter;           /* batch index being trained */
     int training;        /* setup is over */
+    int evaluating;      /* an evaluation pass is running */
     double loss;
+    double eval_loss, eval_accuracy;  /* of the last evaluation pass */
     /* memory accounting */
     size_t peak_used, held_bytes, total_bytes;
     int held_count;
@@ -194,15 +217,26 @@ typedef struct trainer {
      * pass (loss included), backward pass and weight update */
     float phase_ms[4];
     /* the device-side calls of the last iteration, per phase (forward,
-     * backward, update) */
+     * backward, update; [3]: evaluation passes, not dumped) */
     int phase;
-    long step_count[3];
+    long step_count[4];
     FILE *alloc_log; /* --log-allocs */
 } trainer;
 
 int trainer_setup(trainer *tr, const train_options *opt, net *n);
-/* One iteration; returns its device time in ms and sets tr->loss. */
+/* One iteration (at the batch --rebatch gives it); returns its device
+ * time in ms and sets tr->loss. */
 float trainer_iteration(trainer *tr);
+/* A forward-only evaluation pass at the --eval-batch over the held-out
+ * batch (batch norm with its running statistics, dropout passing its input
+ * through, nothing learned); returns its device time in ms and sets
+ * tr->eval_loss and tr->eval_accuracy. */
+float trainer_eval(trainer *tr);
+/* Reshapes the network to batch images: descriptors, convolution
+ * algorithms, and the device buffers that scale with the batch, handled as
+ * the style's framework handles them (docs/trainer.md, "Changing the
+ * batch"). */
+void trainer_set_batch(trainer *tr, int batch);
 uint64_t trainer_checksum(trainer *tr);
 /* Appends "steps forward F backward B update U" (the last iteration's
  * device-side calls) to the --dump-graph file. */
