@@ -27,7 +27,7 @@ unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
 export SN_HOST_LIMIT=64G
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ITERS=${ITERS:-6}
+ITERS=${ITERS:-14}
 POLICIES=(lru auto vdnn-all vdnn-conv vdnn-dyn superneurons modnn pooch dymem)
 rows=(
     "VGG-16 b64|--net vgg --depth 16 --batch 64|"
@@ -64,10 +64,10 @@ import json, sys
 try:
     p = json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]
     it = [h for h in p["per_iteration"]][-3:]
-    print("%.1f/%.1f" % (sum(h["in_bytes"] for h in it) / len(it) / 1e9,
-                         sum(h["out_bytes"] for h in it) / len(it) / 1e9))
+    print("%.1f/%.1f GB" % (sum(h["in_bytes"] for h in it) / len(it) / 1e9,
+                            sum(h["out_bytes"] for h in it) / len(it) / 1e9))
 except Exception:
-    print("")
+    print("no plan")
 PY
 }
 trains() { # args...: 0 when the run completes
@@ -81,7 +81,9 @@ trains() { # args...: 0 when the run completes
     echo "\`bench/policy_fullsize.sh\` (\`make bench\`). The ideal is the same run on unlimited"
     echo "memory without libsn and with the fastest convolution algorithms. Each cell:"
     echo "steady-state ms per iteration (mean of the last three), its ratio to the ideal"
-    echo "(higher is better, 1.00 = no cost), and GB copied in/out per iteration."
+    echo "(higher is better, 1.00 = no cost), and GB copied in/out per iteration (\"no plan\": lru,"
+    echo "or no plan made). The first iterations are the profile and the prediction's warm-up"
+    echo "(drops of dead contents need iterations in a row that agree): the steady state comes later."
     echo "Without libsn none of these rows trains on the 12 GB device."
     echo
     printf '| run | ideal ms (peak) |'
@@ -109,7 +111,7 @@ for row in "${rows[@]}"; do
             line+=" fails |"
             continue
         fi
-        line+=" $t ($(python3 -c "print(f'{$ideal/$t:.2f}')"); $(moved_of "$tmp/$p.json") GB) |"
+        line+=" $t ($(python3 -c "print(f'{$ideal/$t:.2f}')"); $(moved_of "$tmp/$p.json")) |"
     done
     [ "$plain_rc" = 0 ] && line+=" (fits without libsn)"
     line+=" $published |"
