@@ -1,6 +1,7 @@
 /*
  * sn_predict.h — predicted death of a block's contents, learned from the
- * run (pure: no CUDA, unit-tested in tests/test_sn_predict.c).
+ * run (pure: no CUDA, unit-tested in tests/test_sn_predict.c). Inline: the
+ * arena learns from every block of every call.
  *
  * Once the tracer follows the learned iteration, every call has a
  * position in it. For a block, what matters at eviction is whether its
@@ -27,12 +28,46 @@ typedef struct sn_predict {
 } sn_predict;
 
 /* A block with no history (new, or handed to a new allocation). */
-void sn_predict_reset(sn_predict *p);
+static inline void sn_predict_reset(sn_predict *p)
+{
+    p->last_pos = p->pred_pos = -1;
+    p->pred_count = 0;
+    p->dropped = 0;
+}
+
 /* A use at pos (-1: off the sequence); whole: it overwrites every byte
  * without reading. Returns 1 when it reads contents that were dropped as
- * predicted dead (the prediction was wrong), else 0. */
-int sn_predict_use(sn_predict *p, int64_t pos, int whole);
+ * predicted dead (the prediction was wrong), else 0. Inline: every block
+ * of every call is one use. */
+static inline int sn_predict_use(sn_predict *p, int64_t pos, int whole)
+{
+    int wrong = p->dropped && !whole;
+    p->dropped = 0;
+    if (p->last_pos >= 0 && pos >= 0) {
+        if (p->pred_pos == p->last_pos) {
+            if (!whole)
+                p->pred_count = -1;
+            else if (p->pred_count >= 0 && p->pred_count < 1000000)
+                p->pred_count++;
+        } else if (whole && p->pred_count >= 0) {
+            /* a new position to learn; a position ruled out stays ruled
+             * out only while it is the one remembered */
+            p->pred_pos = p->last_pos;
+            p->pred_count = 1;
+        }
+    }
+    if (wrong) {
+        /* what followed this position is not known after all */
+        p->pred_count = -1;
+    }
+    p->last_pos = pos;
+    return wrong;
+}
+
 /* Whether the contents may be dropped now, after the latest use. */
-int sn_predict_dead(const sn_predict *p);
+static inline int sn_predict_dead(const sn_predict *p)
+{
+    return p->last_pos >= 0 && p->pred_pos == p->last_pos && p->pred_count >= SN_PREDICT_AFTER;
+}
 
 #endif
