@@ -267,6 +267,10 @@ static void sn_register_exit(void)
 
 /* ---- call sites ----------------------------------------------------------------- */
 
+/* libsn's own code, whose frames a call site leaves out (set in
+ * sn_core_init, before any other thread gets past initialisation). */
+static uintptr_t sn_site_own_lo, sn_site_own_hi;
+
 /* Hash of the return addresses above libsn: identifies where in the
  * framework an allocation was made. unw_backtrace is the fast path (it
  * caches unwind information per thread); under ThreadSanitizer that cache's
@@ -297,8 +301,7 @@ static uint64_t sn_call_site(void)
 #endif
     uint64_t h = 0;
     int used = 0;
-    uintptr_t own_lo, own_hi;
-    sn_own_text(&own_lo, &own_hi);
+    uintptr_t own_lo = sn_site_own_lo, own_hi = sn_site_own_hi;
     for (int i = 0; i < n && used < 6; i++) {
         uintptr_t pc = (uintptr_t)pcs[i];
         if (pc - own_lo < own_hi - own_lo)
@@ -323,6 +326,7 @@ void sn_core_init(void)
          * the walks of different threads apart (libunwind's thread-safe
          * mode). */
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+        sn_own_text(&sn_site_own_lo, &sn_site_own_hi);
         (void)sn_call_site();
         sn_core_ready = 1;
     }
