@@ -40,11 +40,11 @@
 #include "common/sn_options.h"
 
 #define SN_ARENA_MAX_STREAMS 16
-/* load_waited of a block a prefetch brought in: no stream waits for it
- * yet (not NULL, which names the legacy default stream) */
-static char sn_nobody;
-#define SN_NOBODY ((void *)&sn_nobody)
-#define SN_ALIGN 256
+/* calls in progress at once that need no lock to end (more go on a list):
+ * one bit each in a word */
+#define SN_ARENA_SLOTS 64
+
+_Static_assert(SN_ARENA_DEVICES == SN_MAX_DEVICES, "one arena per device");
 
 typedef struct sn_block {
     uintptr_t va;
@@ -57,7 +57,7 @@ typedef struct sn_block {
     void *load_waited;       /* the stream that already waits for load_ev */
     uint64_t load_stamp;     /* when it was loaded (load_ev done after a device sync past it) */
     size_t index;            /* position in the arena's block array */
-    int pins;
+    int pins;                /* calls using it now (atomic: released without the lock) */
     unsigned call_mode;      /* how the collecting call uses it */
     unsigned call_reads_dropped : 1; /* ... it reads bytes dropped as predicted dead */
     uint64_t call_def_lo, call_def_hi; /* ... bytes it writes without reading (a part) */
@@ -89,6 +89,31 @@ struct sn_arena_alloc {
 };
 
 static int sn_predicted_dead_locked(const sn_block *b);
+
+/* Pins change without the lock (sn_arena_release): every access is atomic.
+ * Whoever decides on a block under the lock reads them; a call that ends
+ * meanwhile has already been forwarded, which the fence before any move
+ * covers. */
+static inline int sn_pins(const sn_block *b)
+{
+    return __atomic_load_n(&b->pins, __ATOMIC_ACQUIRE);
+}
+
+static inline void sn_pin(sn_block *b)
+{
+    __atomic_add_fetch(&b->pins, 1, __ATOMIC_RELAXED);
+}
+
+static inline void sn_unpin(sn_block *b)
+{
+    __atomic_sub_fetch(&b->pins, 1, __ATOMIC_RELEASE);
+}
+
+/* load_waited of a block a prefetch brought in: no stream waits for it
+ * yet (not NULL, which names the legacy default stream) */
+static char sn_nobody;
+#define SN_NOBODY ((void *)&sn_nobody)
+#define SN_ALIGN 256
 
 /* Spare events of one kind, reused (creating one is a driver call). */
 typedef struct sn_evpool {
@@ -152,7 +177,13 @@ struct sn_arena {
     uint64_t stream_stamp[SN_ARENA_MAX_STREAMS];  /* clock of its latest call */
     int nstreams, streams_overflow;
     uint64_t overflow_stamp;
-    sn_arena_ticket *active;  /* calls between acquire and release */
+    /* calls between acquire and release: their stamps, in the slots whose
+     * bit is set in inflight_mask (set under the lock, cleared by
+     * sn_arena_release without it); a call that finds no free slot goes
+     * on the list */
+    uint64_t inflight[SN_ARENA_SLOTS];
+    uint64_t inflight_mask;
+    sn_arena_ticket *active;
     sn_block **leaving;       /* blocks with a planned offload or drop under way */
     size_t nleaving, cap_leaving;
     sn_evpool events;         /* fences and copy completions: no timing */
@@ -275,7 +306,7 @@ void sn_arena_harvest(sn_arena *ar, int wait)
 
 /* ---- set-up ------------------------------------------------------------------------ */
 
-static sn_arena *sn_arenas[SN_MAX_DEVICES];
+sn_arena *sn_arena_ready[SN_ARENA_DEVICES];
 static int sn_arena_state[SN_MAX_DEVICES];  /* 0 unset, 1 being set up, 2 ready, -1 unavailable */
 
 static uint64_t sn_round_up(uint64_t v, uint64_t a)
@@ -447,13 +478,13 @@ static sn_arena *sn_arena_create(int dev)
     return ar;
 }
 
-sn_arena *sn_arena_of(int dev)
+sn_arena *sn_arena_of_slow(int dev)
 {
     if (dev < 0 || dev >= SN_MAX_DEVICES)
         return NULL;
     int s = __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE);
-    if (__builtin_expect(s == 2, 1))
-        return sn_arenas[dev];
+    if (s == 2)
+        return sn_arena_ready[dev];
     if (s == -1)
         return NULL;
     /* a real call made while setting up must not wait for the set-up */
@@ -465,20 +496,13 @@ sn_arena *sn_arena_of(int dev)
         creating = 1;
         sn_arena *ar = sn_arena_create(dev);
         creating = 0;
-        sn_arenas[dev] = ar;
+        __atomic_store_n(&sn_arena_ready[dev], ar, __ATOMIC_RELEASE);
         __atomic_store_n(&sn_arena_state[dev], ar ? 2 : -1, __ATOMIC_RELEASE);
         return ar;
     }
     while ((s = __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE)) == 1)
         sched_yield();
-    return s == 2 ? sn_arenas[dev] : NULL;
-}
-
-sn_arena *sn_arena_peek(int dev)
-{
-    if (dev < 0 || dev >= SN_MAX_DEVICES)
-        return NULL;
-    return __atomic_load_n(&sn_arena_state[dev], __ATOMIC_ACQUIRE) == 2 ? sn_arenas[dev] : NULL;
+    return s == 2 ? __atomic_load_n(&sn_arena_ready[dev], __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* ---- blocks --------------------------------------------------------------------------- */
@@ -508,7 +532,7 @@ static sn_block *sn_block_reuse_locked(sn_arena *ar, uint64_t size)
     sn_block **best = NULL;
     for (sn_block **pp = &f->head; *pp; pp = &(*pp)->next_free) {
         sn_block *b = *pp;
-        if (b->busy || b->pins)
+        if (b->busy || sn_pins(b))
             continue;
         if (!best || (b->resident && !(*best)->resident))
             best = pp;
@@ -679,7 +703,7 @@ static int sn_hcache_put_locked(sn_arena *ar, uint64_t size, CUmemGenericAllocat
     return 0;
 }
 
-static void sn_note_stream_locked(sn_arena *ar, void *stream)
+static inline void sn_note_stream_locked(sn_arena *ar, void *stream)
 {
     for (int i = 0; i < ar->nstreams; i++)
         if (ar->streams[i] == stream) {
@@ -704,6 +728,13 @@ static void sn_note_stream_locked(sn_arena *ar, void *stream)
 static uint64_t sn_sync_begin_locked(sn_arena *ar)
 {
     uint64_t covered = ar->clock;
+    /* a slot cleared meanwhile is a call already forwarded: counting it
+     * only makes the synchronisation cover less */
+    for (uint64_t m = __atomic_load_n(&ar->inflight_mask, __ATOMIC_ACQUIRE); m; m &= m - 1) {
+        uint64_t stamp = ar->inflight[__builtin_ctzll(m)];
+        if (stamp <= covered)
+            covered = stamp - 1;
+    }
     for (sn_arena_ticket *t = ar->active; t; t = t->next)
         if (t->stamp <= covered)
             covered = t->stamp - 1;
@@ -728,9 +759,21 @@ static void sn_synced_locked(sn_arena *ar, uint64_t covered)
         ar->streams_overflow = 0;
 }
 
-static void sn_ticket_link_locked(sn_arena *ar, sn_arena_ticket *t)
+/* The call is in progress from now: its stamp goes in a free slot (only
+ * threads holding the lock fill slots; sn_arena_release empties its own
+ * without it), or on the list when every slot is taken. */
+static inline void sn_ticket_link_locked(sn_arena *ar, sn_arena_ticket *t)
 {
     t->stamp = ar->clock;
+    uint64_t used = __atomic_load_n(&ar->inflight_mask, __ATOMIC_RELAXED);
+    if (__builtin_expect(~used != 0, 1)) {
+        int i = __builtin_ctzll(~used);
+        ar->inflight[i] = t->stamp;
+        __atomic_or_fetch(&ar->inflight_mask, 1ULL << i, __ATOMIC_RELEASE);
+        t->slot = i;
+        return;
+    }
+    t->slot = -1;
     t->prev = NULL;
     t->next = ar->active;
     if (ar->active)
@@ -741,6 +784,10 @@ static void sn_ticket_link_locked(sn_arena *ar, sn_arena_ticket *t)
 
 static void sn_ticket_unlink_locked(sn_arena *ar, sn_arena_ticket *t)
 {
+    if (t->slot >= 0) {
+        __atomic_and_fetch(&ar->inflight_mask, ~(1ULL << t->slot), __ATOMIC_RELEASE);
+        t->slot = -1;
+    }
     if (!t->linked)
         return;
     if (t->prev)
@@ -840,7 +887,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
         sn_block *victim = NULL;
         for (size_t i = 0; i < ar->nblocks; i++) {
             sn_block *b = ar->blocks[i];
-            if (!b->resident || b->busy || b->pins || b->library || b->mark == ar->clock)
+            if (!b->resident || b->busy || b->library || b->mark == ar->clock || sn_pins(b))
                 continue;
             /* free blocks first, then least recently used (the test switch
              * early-swap-out takes the most recently used: the one whose
@@ -898,14 +945,13 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
     return 0;
 }
 
-static void sn_unpin_locked(sn_arena *ar, void **blocks, size_t n)
+/* Unpins a call's blocks (no lock needed). Nothing waits on the condition
+ * variable for a pin to go: waits are for busy blocks, and whoever clears
+ * busy broadcasts. */
+static void sn_unpin_all(void *const *blocks, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        sn_block *b = blocks[i];
-        b->pins--;
-    }
-    if (ar->waiters)
-        pthread_cond_broadcast(&ar->cond);
+    for (size_t i = 0; i < n; i++)
+        sn_unpin(blocks[i]);
 }
 
 /* Carries out a plan with no lock held. Returns 0, or -1 when a handle
@@ -1155,7 +1201,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
     return failed ? -1 : 0;
 }
 
-static int sn_whole_overwrite(const sn_block *b)
+static inline int sn_whole_overwrite(const sn_block *b)
 {
     return !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
 }
@@ -1201,6 +1247,9 @@ static void sn_moves_undo_locked(sn_arena *ar, sn_moves *p)
         if (p->victims[i].copy && !b->host)
             sn_stage_unreserve_locked(&ar->stage, b->size);
     }
+    /* another thread may wait for a victim that is no longer busy */
+    if (p->nvictims)
+        pthread_cond_broadcast(&ar->cond);
 }
 
 /* The loads' bytes are held from now; the streams a fence must cover are
@@ -1263,25 +1312,37 @@ static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
     return lost;
 }
 
-static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, uint64_t off, uint64_t len, void ***blocks,
-                             size_t *n, size_t *cap, sn_arena_ticket *t)
+/* Doubles a ticket's block array (32 blocks cover most calls). */
+static __attribute__((noinline)) int sn_ticket_grow(sn_arena_ticket *t, size_t *cap)
 {
+    size_t c = *cap * 2;
+    void **p = t->blocks == t->small ? malloc(c * sizeof *p) : realloc(t->blocks, c * sizeof *p);
+    if (!p)
+        return -1;
+    if (t->blocks == t->small)
+        memcpy(p, t->small, t->nblocks * sizeof *p);
+    t->blocks = p;
+    *cap = c;
+    return 0;
+}
+
+/* Adds b, used with mode, to the blocks of the call being collected (the
+ * arena's clock marks them); a block met again only adds its mode.
+ * Returns 1 when b is being moved by another thread, -1 out of memory. */
+static inline __attribute__((always_inline)) int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode,
+                                                                   uint64_t off, uint64_t len, sn_arena_ticket *t,
+                                                                   size_t *cap)
+{
+    int busy = 0;
     if (b->mark != ar->clock) {
+        if (__builtin_expect(t->nblocks == *cap, 0) && sn_ticket_grow(t, cap) != 0)
+            return -1;
         b->mark = ar->clock;
         b->call_mode = 0;
         b->call_reads_dropped = 0;
         b->call_def_lo = b->call_def_hi = 0;
-        if (*n == *cap) {
-            size_t c = *cap * 2;
-            void **p = *blocks == t->small ? malloc(c * sizeof *p) : realloc(*blocks, c * sizeof *p);
-            if (!p)
-                return -1;
-            if (*blocks == t->small)
-                memcpy(p, t->small, *n * sizeof *p);
-            *blocks = p;
-            *cap = c;
-        }
-        (*blocks)[(*n)++] = b;
+        t->blocks[t->nblocks++] = b;
+        busy = b->busy;
     }
     b->call_mode |= mode;
     /* reads are checked against the contents before the call (a use that
@@ -1291,7 +1352,15 @@ static int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode, uint64_t 
         b->call_reads_dropped = 1;
     if (mode & SN_ARENA_DEFINES)
         sn_predict_extend(&b->call_def_lo, &b->call_def_hi, off, len);
-    return 0;
+    return busy;
+}
+
+static void sn_ticket_free(sn_arena_ticket *t)
+{
+    if (t->blocks != t->small)
+        free(t->blocks);
+    t->blocks = t->small;
+    t->nblocks = 0;
 }
 
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
@@ -1301,64 +1370,69 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
     t->blocks = t->small;
     t->nblocks = 0;
     t->linked = 0;
+    t->slot = -1;
+    *need = 0;
     if (ar->pool) {
         /* everything is resident, always */
         t->ar = NULL;
-        *need = 0;
         return SN_ARENA_OK;
     }
-    *need = 0;
     size_t cap = sizeof t->small / sizeof t->small[0];
     int tries = 0;
     sn_lock_take(&ar->lock);
     for (;;) {
-        ar->clock++;
+        uint64_t now = ++ar->clock;
         t->nblocks = 0;
-        int oom = 0;
+        /* 1. the blocks: what the call touches, the handle's own memory
+         * (every call on it may read and write it), or everything */
+        int got = 0;  /* 1: one is busy, -1: out of memory */
         if (all) {
             /* libsn's scratch is no framework call's to touch */
-            for (size_t i = 0; i < ar->nblocks && !oom; i++)
+            for (size_t i = 0; i < ar->nblocks && !got; i++)
                 if (!ar->blocks[i]->is_free && !ar->blocks[i]->scratch)
-                    oom = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, &t->blocks,
-                                            &t->nblocks, &cap, t);
+                    got = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, t, &cap);
         }
-        for (size_t i = 0; i < nuses && !oom; i++) {
+        for (size_t i = 0; i < nuses && !got; i++) {
             sn_block *b = uses[i].block;
             unsigned mode = uses[i].mode;
             /* overwriting one allocation of a shared block leaves the others' contents */
             if (b->shared && b->nlive > 1)
                 mode &= ~(unsigned)(SN_OVERWRITE | SN_ARENA_DEFINES);
-            oom = sn_collect_locked(ar, b, mode, uses[i].off, uses[i].len, &t->blocks, &t->nblocks, &cap, t);
+            got = sn_collect_locked(ar, b, mode, uses[i].off, uses[i].len, t, &cap);
         }
-        if (lib_key && !oom) {
-            /* the handle's own memory: every call on it may read and write it */
+        if (lib_key && !got) {
             sn_keyed *k = sn_keyed_of_locked(ar, lib_key, 0);
-            for (size_t i = 0; k && i < k->n && !oom; i++)
-                oom = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, &t->blocks,
-                                        &t->nblocks, &cap, t);
+            for (size_t i = 0; k && i < k->n && !got; i++)
+                got = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, t, &cap);
         }
-        if (oom) {
+        if (got < 0) {
             sn_lock_give(&ar->lock);
+            sn_ticket_free(t);
             return SN_ARENA_NOMEM;
         }
-        int busy = 0;
-        for (size_t i = 0; i < t->nblocks && !busy; i++)
-            busy = ((sn_block *)t->blocks[i])->busy;
-        if (busy) {
+        if (got) {
+            /* another thread is moving one: wait, then collect afresh */
             ar->waiters++;
             pthread_cond_wait(&ar->cond, &ar->lock.mutex);
             ar->waiters--;
             continue;
         }
+        /* 2. one pass over them: pinned, marked used and written, one more
+         * observation for the prediction, and what is missing or still
+         * arriving on the copy stream for another stream's call */
         sn_note_stream_locked(ar, stream);
         uint64_t ws = ar->library_bytes, missing = 0;
         /* from here the call is in progress: a device synchronisation
          * starting now does not cover it (it is forwarded later) */
         sn_ticket_link_locked(ar, t);
-        for (size_t i = 0; i < t->nblocks; i++) {
-            sn_block *b = t->blocks[i];
-            b->pins++;
-            b->last_use = ar->clock;
+        sn_block *arriving[8];
+        int narriving = 0, overflow = 0;
+        void *const *blocks = t->blocks;
+        const size_t nblocks = t->nblocks;
+        for (size_t i = 0; i < nblocks; i++) {
+            sn_block *b = blocks[i];
+            sn_pin(b);
+            b->last_use = now;
             /* marked now, while this call's mode is the block's: another
              * thread's call may collect the block (and overwrite call_mode)
              * while this one is moving memory with the lock released; a
@@ -1370,8 +1444,14 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_learn_locked(ar, b, pos);
             if (!b->library)
                 ws += b->size;
-            if (!b->resident)
+            if (!b->resident) {
                 missing += b->size;
+            } else if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
+                if (narriving < 8)
+                    arriving[narriving++] = b;
+                else
+                    overflow = 1;
+            }
         }
         /* an algorithm search's scratch is no call's working set */
         int search = nuses == 1 && !all && !lib_key && ((sn_block *)uses[0].block)->search;
@@ -1380,28 +1460,20 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         *need = ws;
         if (!missing) {
             /* the fast path: everything is there; a block another stream
-             * loaded may still be arriving */
+             * loaded may still be arriving: the call's stream waits for
+             * it, or for too many the host waits for the copy stream,
+             * which covers every load */
             cudaEvent_t wait[8];
-            int nwait = 0;
-            for (size_t i = 0; i < t->nblocks; i++) {
-                sn_block *b = t->blocks[i];
-                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
-                    if (nwait == 8) {
-                        /* too many to wait for one by one: the host waits
-                         * for the copy stream, which covers every load */
-                        nwait = 9;
-                        break;
-                    }
-                    wait[nwait++] = b->load_ev;
-                    b->load_waited = stream;
-                }
+            for (int i = 0; i < narriving; i++) {
+                wait[i] = arriving[i]->load_ev;
+                arriving[i]->load_waited = stream;
             }
             sn_lock_give(&ar->lock);
-            for (int i = 0; i < nwait && i < 8; i++) {
+            for (int i = 0; i < narriving; i++) {
                 sn_witness_cuda("cudaStreamWaitEvent");
                 sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
             }
-            if (nwait > 8) {
+            if (overflow) {
                 sn_witness_cuda("cudaStreamSynchronize");
                 sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
             }
@@ -1409,9 +1481,10 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         }
         if (ws > ar->budget) {
             sn_ticket_unlink_locked(ar, t);
-            sn_unpin_locked(ar, t->blocks, t->nblocks);
+            sn_unpin_all(t->blocks, t->nblocks);
             ar->st.oom_calls++;
             sn_lock_give(&ar->lock);
+            sn_ticket_free(t);
             return SN_ARENA_NOMEM;
         }
         sn_moves p;
@@ -1436,10 +1509,10 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
              * calls to finish when they hold what could leave */
             sn_moves_undo_locked(ar, &p);
             sn_ticket_unlink_locked(ar, t);
-            sn_unpin_locked(ar, t->blocks, t->nblocks);
+            sn_unpin_all(t->blocks, t->nblocks);
             int others = 0;
             for (size_t i = 0; i < ar->nblocks && !others; i++)
-                others = ar->blocks[i]->pins > 0 && !ar->blocks[i]->library;
+                others = sn_pins(ar->blocks[i]) > 0 && !ar->blocks[i]->library;
             sn_lock_give(&ar->lock);
             for (size_t i = 0; i < p.nrelease; i++)
                 SN_REAL(cuMemRelease)(p.release[i]);
@@ -1454,6 +1527,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             sn_lock_take(&ar->lock);
             ar->st.oom_calls++;
             sn_lock_give(&ar->lock);
+            sn_ticket_free(t);
             return SN_ARENA_NOMEM;
         }
         sn_moves_reserve_locked(ar, &p, want);
@@ -1479,41 +1553,37 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                     b->load_waited = stream;
                 }
             }
-            int overflow = nwait == 8;
+            int many = nwait == 8;
             sn_lock_give(&ar->lock);
             for (int i = 0; i < nwait; i++) {
                 sn_witness_cuda("cudaStreamWaitEvent");
                 sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
             }
-            if (overflow) {
+            if (many) {
                 sn_witness_cuda("cudaStreamSynchronize");
                 sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
             }
             return SN_ARENA_OK;
         }
-        if (rc != 0 || lost) {
-            sn_ticket_unlink_locked(ar, t);
-            sn_unpin_locked(ar, t->blocks, t->nblocks);
-            /* The device had less free memory than the budget says (memory
-             * libsn does not own: another process, or allocations made
-             * while libsn was starting): the budget shrinks to what could
-             * be had, and the call tries again within it. */
-            if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++tries < 64) {
-                uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
-                sn_info("device %d: the device has less free memory than the budget; budget lowered "
-                        "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget,
-                        (unsigned long long)nb);
-                ar->budget = nb;
-                ar->st.budget = nb;
-                if (ws <= nb)
-                    continue;
-            }
-            ar->st.oom_calls++;
-            sn_lock_give(&ar->lock);
-            return SN_ARENA_NOMEM;
+        sn_ticket_unlink_locked(ar, t);
+        sn_unpin_all(t->blocks, t->nblocks);
+        /* The device had less free memory than the budget says (memory
+         * libsn does not own: another process, or allocations made while
+         * libsn was starting): the budget shrinks to what could be had,
+         * and the call tries again within it. */
+        if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++tries < 64) {
+            uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
+            sn_info("device %d: the device has less free memory than the budget; budget lowered "
+                    "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget, (unsigned long long)nb);
+            ar->budget = nb;
+            ar->st.budget = nb;
+            if (ws <= nb)
+                continue;
         }
+        ar->st.oom_calls++;
         sn_lock_give(&ar->lock);
-        return SN_ARENA_OK;
+        sn_ticket_free(t);
+        return SN_ARENA_NOMEM;
     }
 }
 
@@ -1522,14 +1592,17 @@ void sn_arena_release(sn_arena_ticket *t)
     sn_arena *ar = t->ar;
     if (!ar)
         return;
-    sn_lock_take(&ar->lock);
-    sn_ticket_unlink_locked(ar, t);
-    sn_unpin_locked(ar, t->blocks, t->nblocks);
-    sn_lock_give(&ar->lock);
-    if (t->blocks != t->small)
-        free(t->blocks);
-    t->blocks = t->small;
-    t->nblocks = 0;
+    /* no lock: the pins are atomic and the slot is this call's own */
+    sn_unpin_all(t->blocks, t->nblocks);
+    if (t->slot >= 0) {
+        __atomic_and_fetch(&ar->inflight_mask, ~(1ULL << t->slot), __ATOMIC_RELEASE);
+        t->slot = -1;
+    } else if (t->linked) {
+        sn_lock_take(&ar->lock);
+        sn_ticket_unlink_locked(ar, t);
+        sn_lock_give(&ar->lock);
+    }
+    sn_ticket_free(t);
     t->ar = NULL;
 }
 
@@ -1672,7 +1745,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
         return SN_ARENA_NOMEM;
     }
     sn_lock_take(&ar->lock);
-    b->pins++;
+    sn_pin(b);
     if (!scoped || (key && sn_key_block_locked(ar, b, key) != 0)) {
         b->library = 1;
         ar->library_bytes += bsize;
@@ -1693,16 +1766,16 @@ void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
     /* a block the library freed before its call ended stays unkeyed */
     if (key && !b->lib_key && !b->library && !b->is_free && sn_key_block_locked(ar, b, key) != 0) {
         b->library = 1;
-        b->pins++;
+        sn_pin(b);
         ar->library_bytes += b->size;
     }
     if (!key && !b->lib_key && !b->library && !b->is_free) {
         /* no handle to tie it to: resident for good */
         b->library = 1;
-        b->pins++;
+        sn_pin(b);
         ar->library_bytes += b->size;
     }
-    b->pins--;
+    sn_unpin(b);
     if (ar->waiters)
         pthread_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
@@ -1736,7 +1809,7 @@ void sn_arena_free(sn_arena_alloc *a)
     }
     ar->allocated -= a->size;
     if (b->library) {
-        b->pins--;
+        sn_unpin(b);
         ar->library_bytes -= b->size;
         b->library = 0;
     }
@@ -1926,7 +1999,7 @@ void sn_arena_mem_info(sn_arena *ar, size_t *free_bytes, size_t *total_bytes)
  * other thread. */
 static int sn_plan_movable_locked(const sn_block *b)
 {
-    return !b->busy && !b->pins && !b->shared && !b->library && !b->lib_key && !b->is_free;
+    return !b->busy && !b->shared && !b->library && !b->lib_key && !b->is_free && !sn_pins(b);
 }
 
 size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size_t n)
@@ -2072,7 +2145,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
     sn_lock_take(&ar->lock);
     for (size_t i = 0; i < ar->nleaving && n < MAX; i++) {
         sn_block *b = ar->leaving[i];
-        if (b->busy || b->pins)
+        if (b->busy || sn_pins(b))
             continue;
         b->busy = 1;
         ev[n] = b->leave_ev;

@@ -24,7 +24,9 @@
  * until sn_arena_release, so they cannot be chosen for eviction while the
  * call is being forwarded; what is already in flight on the device is
  * covered by a fence (events on every stream the framework used) before a
- * block is copied out or unmapped.
+ * block is copied out or unmapped. Every call acquires and releases, so
+ * the release takes no lock: pins are atomic, and the calls in progress
+ * stand in slots a call empties by itself.
  *
  * The arena includes nothing of the tracer: core hands it allocations and
  * the ranges a call touches, already resolved.
@@ -46,13 +48,33 @@ enum sn_arena_rc {
     SN_ARENA_NOMEM = 2,  /* does not fit the budget (or the host limit) */
 };
 
+/* Devices an arena can be set up for (SN_MAX_DEVICES, checked in sn_arena.c). */
+#define SN_ARENA_DEVICES 16
+
+/* The arenas set up so far, published once ready (never taken down): read
+ * by every call, so the lookup is inline. */
+extern sn_arena *sn_arena_ready[SN_ARENA_DEVICES];
+
+sn_arena *sn_arena_of_slow(int dev);
+
 /* The arena of device dev, set up on first use (budget, VMM support,
  * granularity, libsn's copy stream). NULL when manage mode cannot run on
  * the device: the reason is said once, and allocations pass through. */
-sn_arena *sn_arena_of(int dev);
+static inline sn_arena *sn_arena_of(int dev)
+{
+    if ((unsigned)dev < SN_ARENA_DEVICES) {
+        sn_arena *ar = __atomic_load_n(&sn_arena_ready[dev], __ATOMIC_ACQUIRE);
+        if (__builtin_expect(ar != NULL, 1))
+            return ar;
+    }
+    return sn_arena_of_slow(dev);
+}
 
 /* The arena of dev if it was set up, else NULL (never sets one up). */
-sn_arena *sn_arena_peek(int dev);
+static inline sn_arena *sn_arena_peek(int dev)
+{
+    return (unsigned)dev < SN_ARENA_DEVICES ? __atomic_load_n(&sn_arena_ready[dev], __ATOMIC_ACQUIRE) : NULL;
+}
 
 /* Serves an allocation of size bytes (owner: enum sn_owner; early: no
  * iteration has been seen yet). On SN_ARENA_OK *addr is its address and
@@ -93,11 +115,15 @@ static inline void *sn_arena_alloc_block(const sn_arena_alloc *rec)
     return *(void *const *)rec;
 }
 
-/* What a call holds between acquire and release. */
+/* What a call holds between acquire and release. The call is in progress
+ * meanwhile: its stamp stands in one of the arena's in-progress slots (or,
+ * when all are taken, the ticket is on the arena's list), where a device
+ * synchronisation starting sees it. */
 typedef struct sn_arena_ticket {
     sn_arena *ar;
     uint64_t stamp;         /* the arena's clock when it was granted */
-    int linked;             /* on the arena's list of calls in progress */
+    int slot;               /* its in-progress slot, -1 none */
+    int linked;             /* on the arena's list of calls in progress (no slot was free) */
     struct sn_arena_ticket *prev, *next;
     void **blocks;          /* the pinned blocks */
     size_t nblocks;
@@ -117,6 +143,9 @@ typedef struct sn_arena_ticket {
  * written back (SN_PREDICTED_DEAD). */
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
                      void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
+/* The call has returned: its blocks are unpinned and it leaves the slots,
+ * without the arena's lock (pins are atomic; whoever decides on a block
+ * under the lock reads them). */
 void sn_arena_release(sn_arena_ticket *t);
 
 /* The host synchronises with the whole device: sync_begin before the real

@@ -155,9 +155,26 @@ static inline void sn_call_shape(sn_call *c, int nd, const int *dim)
 uint64_t sn_extent_strided(int nd, const int *dim, const int *stride, unsigned elem_bytes);
 /* 1 if the strided tensor covers its extent with no gaps (every byte written). */
 int sn_extent_is_dense(int nd, const int *dim, const int *stride);
-/* Bytes spanned by a column-major rows x cols matrix with leading dimension ld. */
-uint64_t sn_extent_matrix(long rows, long cols, long ld, unsigned elem_bytes);
+/* Bytes spanned by a column-major rows x cols matrix with leading dimension
+ * ld (inline: every cuBLAS call computes its matrices' extents). */
+static inline uint64_t sn_extent_matrix(long rows, long cols, long ld, unsigned elem_bytes)
+{
+    if (rows <= 0 || cols <= 0 || ld < rows || !elem_bytes)
+        return 0;
+    unsigned __int128 span = (unsigned __int128)(unsigned long)ld * (unsigned long)(cols - 1) +
+                             (unsigned long)rows;
+    span *= elem_bytes;
+    return span > UINT64_MAX / 2 ? 0 : (uint64_t)span;
+}
+
 /* Bytes spanned by a vector of n elements with increment inc. */
-uint64_t sn_extent_vector(long n, long inc, unsigned elem_bytes);
+static inline uint64_t sn_extent_vector(long n, long inc, unsigned elem_bytes)
+{
+    if (n <= 0 || inc == 0 || !elem_bytes)
+        return 0;
+    unsigned long a = (unsigned long)(inc < 0 ? -inc : inc);
+    unsigned __int128 span = ((unsigned __int128)a * (unsigned long)(n - 1) + 1) * elem_bytes;
+    return span > UINT64_MAX / 2 ? 0 : (uint64_t)span;
+}
 
 #endif

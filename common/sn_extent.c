@@ -1,8 +1,9 @@
 /*
- * sn_extent.c — how many bytes a strided tensor, a BLAS matrix or a BLAS
- * vector spans. Pure arithmetic, shared by the wrappers and unit-tested on
- * its own; overflow and nonsense arguments give 0 (nothing described)
- * rather than a huge range.
+ * sn_extent.c — how many bytes a strided tensor spans (a BLAS matrix's or
+ * vector's: inline in sn_call.h, computed on every cuBLAS call). Pure
+ * arithmetic, shared by the wrappers and unit-tested on its own; overflow
+ * and nonsense arguments give 0 (nothing described) rather than a huge
+ * range.
  */
 #include "common/sn_call.h"
 
@@ -37,23 +38,4 @@ int sn_extent_is_dense(int nd, const int *dim, const int *stride)
         if (dim[i] > 1 && stride[i] == 0)
             return 0;
     return last + 1 == count;
-}
-
-uint64_t sn_extent_matrix(long rows, long cols, long ld, unsigned elem_bytes)
-{
-    if (rows <= 0 || cols <= 0 || ld < rows || !elem_bytes)
-        return 0;
-    unsigned __int128 span = (unsigned __int128)(unsigned long)ld * (unsigned long)(cols - 1) +
-                             (unsigned long)rows;
-    span *= elem_bytes;
-    return span > UINT64_MAX / 2 ? 0 : (uint64_t)span;
-}
-
-uint64_t sn_extent_vector(long n, long inc, unsigned elem_bytes)
-{
-    if (n <= 0 || inc == 0 || !elem_bytes)
-        return 0;
-    unsigned long a = (unsigned long)(inc < 0 ? -inc : inc);
-    unsigned __int128 span = ((unsigned __int128)a * (unsigned long)(n - 1) + 1) * elem_bytes;
-    return span > UINT64_MAX / 2 ? 0 : (uint64_t)span;
 }

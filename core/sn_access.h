@@ -11,6 +11,16 @@
  * has no record of, and a call whose description overflowed (sn_call.h)
  * all make it incomplete. An incomplete call is opaque: once residency
  * depends on accesses, it must be treated as touching everything it might.
+ *
+ * Training repeats the same calls on the same memory, so each thread keeps
+ * a memo of the calls it resolved (sn_access_recall / sn_access_remember):
+ * keyed by a call's device, flags and described ranges, valid while the
+ * registry's generation is the one it was resolved at (any allocation,
+ * free or device reset changes it). A hit needs no registry lock. A
+ * program that allocates between most calls (a framework allocating
+ * every tensor anew each iteration) would only fill the memo: a thread
+ * remembers a call only when the registry has not changed since its
+ * previous call, and looks nothing up when it has.
  */
 #ifndef SN_ACCESS_H
 #define SN_ACCESS_H
@@ -32,9 +42,9 @@ typedef struct sn_access_result {
 } sn_access_result;
 
 /* Manage mode's half of the same resolution: the arena blocks a call
- * touches on its own device, with how (SN_OVERWRITE when a range covers
- * the whole allocation). all: more than fits, or a range over too many
- * allocations: the call needs everything. */
+ * touches on its own device, one use per block with every way it is used
+ * (SN_OVERWRITE when a range covers the whole allocation). all: more than
+ * fits, or a range over too many allocations: the call needs everything. */
 typedef struct sn_access_uses {
     sn_arena_use *use;
     size_t cap, n;
@@ -56,5 +66,37 @@ typedef struct sn_access_uses {
  * serves. */
 sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn_trace_access *acc,
                                           int cap, sn_access_uses *uses);
+
+/* The memo's key of a call (which slot it goes in). */
+uint64_t sn_access_key(const sn_call *c);
+
+/* What a recall leaves for sn_access_remember. */
+typedef struct sn_access_memo_ref {
+    uint64_t key;       /* the call's key */
+    size_t slot;        /* where it goes */
+    int keep;           /* worth remembering: the registry had not changed since this
+                           thread's previous call, and a slot is free for it */
+} sn_access_memo_ref;
+
+/* The accesses of a call this thread resolved before, with the same key
+ * and ranges, while the registry is still at the generation it was
+ * resolved at (read atomically: no lock needed). Returns 1 with *res, *acc
+ * and uses (when not NULL: only results with uses of the call's own
+ * device are remembered) filled and *gen the generation they hold for, 0
+ * when not remembered. *acc and uses->use then point into the memo: valid
+ * until this thread remembers another call. The caller that goes on to
+ * use the tracer's ids must check the generation again under the
+ * device's lock: ids are released only under it, after their allocation
+ * left the registry. *ref is for sn_access_remember after a miss. */
+int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_access_result *res,
+                     const sn_trace_access **acc, sn_access_uses *uses, uint64_t *gen, sn_access_memo_ref *ref);
+
+/* Remembers a resolution made under the registry's lock at generation gen
+ * after a recall missed (ref: what it left). Kept only when the registry
+ * was unchanged since the thread's call before, and still is at gen, and
+ * only small calls: at most SN_ACCESS_MEMO_RANGES ranges. */
+#define SN_ACCESS_MEMO_RANGES 8
+void sn_access_remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen, const sn_trace_access *acc,
+                        int cap, const sn_access_result *res, const sn_access_uses *uses);
 
 #endif

@@ -271,6 +271,10 @@ static void sn_register_exit(void)
 
 /* ---- call sites ----------------------------------------------------------------- */
 
+/* libsn's own code, whose frames a call site leaves out (set in
+ * sn_core_init, before any other thread gets past initialisation). */
+static uintptr_t sn_site_own_lo, sn_site_own_hi;
+
 /* Hash of the return addresses above libsn: identifies where in the
  * framework an allocation was made. unw_backtrace is the fast path (it
  * caches unwind information per thread); under ThreadSanitizer that cache's
@@ -301,8 +305,7 @@ static uint64_t sn_call_site(void)
 #endif
     uint64_t h = 0;
     int used = 0;
-    uintptr_t own_lo, own_hi;
-    sn_own_text(&own_lo, &own_hi);
+    uintptr_t own_lo = sn_site_own_lo, own_hi = sn_site_own_hi;
     for (int i = 0; i < n && used < 6; i++) {
         uintptr_t pc = (uintptr_t)pcs[i];
         if (pc - own_lo < own_hi - own_lo)
@@ -327,6 +330,7 @@ void sn_core_init(void)
          * the walks of different threads apart (libunwind's thread-safe
          * mode). */
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+        sn_own_text(&sn_site_own_lo, &sn_site_own_hi);
         (void)sn_call_site();
         sn_core_ready = 1;
     }
@@ -646,17 +650,62 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
     return k;
 }
 
+/* Per thread, the layouts of the kernels it launched (layouts are never
+ * removed or changed once published, so a pointer stays valid) and the
+ * allocations its kernels' argument words were found in, with the
+ * registry's generation they hold for: a launch like the ones before
+ * takes neither the handle lock nor the registry's. */
+#define SN_KCACHE_SLOTS 16
+#define SN_WORD_SLOTS 64
+typedef struct sn_word_cached {
+    uintptr_t word;
+    uint64_t gen;            /* 0: empty */
+    uintptr_t base;          /* 0: no device allocation holds the word */
+    uint64_t size;
+} sn_word_cached;
+static __thread const sn_kernel_layout *sn_kcache[SN_KCACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+static __thread sn_word_cached sn_word_cache[SN_WORD_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static inline unsigned sn_ptr_slot(uintptr_t p, unsigned slots)
+{
+    return (unsigned)(((uint64_t)p * 0x9e3779b97f4a7c15ULL) >> 40) % slots;
+}
+
+/* The device allocation holding word v, from this thread's cache while
+ * the registry is at generation gen, else looked up under the registry's
+ * lock (taken once per launch: *locked). */
+static sn_word_cached *sn_kernel_word(uintptr_t v, uint64_t gen, int *locked)
+{
+    sn_word_cached *e = &sn_word_cache[sn_ptr_slot(v, SN_WORD_SLOTS)];
+    if (e->word == v && e->gen == gen)
+        return e;
+    if (!*locked) {
+        sn_lock_take(&sn_reg_lock);
+        *locked = 1;
+    }
+    sn_alloc *a = sn_reg_find_locked(&sn_reg, v);
+    int dev = a && (a->kind & SN_KIND_ANY_DEVICE);
+    e->word = v;
+    e->gen = sn_reg.gen;
+    e->base = dev ? a->base : 0;
+    e->size = dev ? a->size : 0;
+    return e;
+}
+
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
 {
-    /* Layouts are never removed or changed once published: the pointer
-     * found under the handle lock stays valid without it. */
-    sn_lock_take(&sn_handles_lock);
-    sn_kernel_layout *k;
-    HASH_FIND_PTR(sn_layouts, &func, k);
-    sn_lock_give(&sn_handles_lock);
+    const sn_kernel_layout **slot = &sn_kcache[sn_ptr_slot((uintptr_t)func, SN_KCACHE_SLOTS)];
+    const sn_kernel_layout *k = *slot;
+    if (!k || k->func != func) {
+        sn_lock_take(&sn_handles_lock);
+        sn_kernel_layout *found;
+        HASH_FIND_PTR(sn_layouts, &func, found);
+        sn_lock_give(&sn_handles_lock);
+        k = found;
+    }
     if (!k) {
-        k = sn_kernel_probe(func);
-        if (!k) {
+        sn_kernel_layout *fresh = sn_kernel_probe(func);
+        if (!fresh) {
             c->flags |= SN_CALL_OPAQUE;
             return;
         }
@@ -664,20 +713,23 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         sn_kernel_layout *other;
         HASH_FIND_PTR(sn_layouts, &func, other);
         if (other) {
-            free(k);
+            free(fresh);
             k = other;
         } else {
-            HASH_ADD_PTR(sn_layouts, func, k);
+            HASH_ADD_PTR(sn_layouts, func, fresh);
+            k = fresh;
         }
         sn_lock_give(&sn_handles_lock);
     }
+    *slot = k;
     if (k->nparams < 0 || (!args && k->nparams > 0)) {
         c->flags |= SN_CALL_OPAQUE;
         return;
     }
     /* Every aligned pointer-sized word of every argument that points into a
      * known device allocation: that whole allocation, read and written. */
-    sn_lock_take(&sn_reg_lock);
+    uint64_t gen = sn_reg_gen(&sn_reg);
+    int locked = 0;
     for (int i = 0; i < k->nparams; i++) {
         const unsigned char *arg = args[i];
         if (!arg)
@@ -686,8 +738,8 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         for (uint32_t w = 0; w + sizeof(uintptr_t) <= k->size[i]; w += sizeof(uintptr_t)) {
             uintptr_t v;
             memcpy(&v, arg + w, sizeof v);
-            sn_alloc *a = v ? sn_reg_find_locked(&sn_reg, v) : NULL;
-            if (a && (a->kind & SN_KIND_ANY_DEVICE)) {
+            const sn_word_cached *a = v ? sn_kernel_word(v, gen, &locked) : NULL;
+            if (a && a->base) {
                 int dup = 0;
                 for (int r = 0; r < c->nranges; r++)
                     dup |= c->range[r].addr == a->base;
@@ -696,7 +748,8 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
             }
         }
     }
-    sn_lock_give(&sn_reg_lock);
+    if (locked)
+        sn_lock_give(&sn_reg_lock);
 }
 
 /* ---- calls -------------------------------------------------------------------------- */
@@ -1232,17 +1285,48 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
                            peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
     int time_it = 0;
     int64_t pos = -1;
-    /* One pass over the registry serves both the tracer and the arena.
-     * Hand over hand: the accesses resolved under the registry's lock are
-     * logged under the device's before an allocation can go away. */
-    sn_lock_take(&sn_reg_lock);
-    sn_access_result res = sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]),
-                                                    managing ? &uses : NULL);
-    if (!log) {
-        sn_lock_give(&sn_reg_lock);
-    } else {
+    /* One resolution serves both the tracer and the arena: this thread's
+     * memo of it while the registry has not changed (no registry lock),
+     * else a pass over the registry under its lock, hand over hand with
+     * the device's: the accesses are logged before an allocation can go
+     * away. */
+    const int acap = (int)(sizeof acc / sizeof acc[0]);
+    sn_access_uses *up = managing ? &uses : NULL;
+    uint64_t gen = 0;
+    sn_access_memo_ref ref;
+    sn_access_result res;
+    const sn_trace_access *accs = acc;
+    for (;;) {
+        int hit = sn_access_recall(&sn_reg, c, acap, &res, &accs, up, &gen, &ref);
+        if (!hit) {
+            accs = acc;
+            uses.use = use;
+            uses.n = uses.npeer = 0;
+            uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
+            uses.peer_dev = -1;
+            uses.peer_all = uses.more_devices = 0;
+            sn_lock_take(&sn_reg_lock);
+            res = sn_access_resolve_locked(&sn_reg, c, acc, acap, up);
+            sn_access_remember(&ref, c, sn_reg.gen, acc, acap, &res, up);
+        }
+        if (!log) {
+            if (!hit)
+                sn_lock_give(&sn_reg_lock);
+            break;
+        }
         sn_lock_take(&d->lock);
-        sn_lock_give(&sn_reg_lock);
+        if (!hit) {
+            sn_lock_give(&sn_reg_lock);
+            break;
+        }
+        /* the tracer's ids are released only under the device's lock,
+         * after their allocation left the registry: with the generation
+         * unchanged, every id recalled is still the allocation's */
+        if (sn_reg_gen(&sn_reg) == gen)
+            break;
+        sn_lock_give(&d->lock);
+    }
+    if (log) {
         sn_trace *tr = sn_trace_of_locked(c->dev);
         if (tr) {
             tr->unknown_ranges += res.unknown;
@@ -1252,7 +1336,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             if (c->flags & SN_CALL_HOST_PINNED)
                 flags |= SN_TC_HOST_PINNED;
             /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
-            t->index = sn_trace_call_add(tr, c, flags, acc, res.nacc);
+            t->index = sn_trace_call_add(tr, c, flags, accs, res.nacc);
             /* a convolution configuration seen for the first time while
              * profiling: its algorithms are measured once (not for
              * SN_POLICY=lru, which makes no plan to choose them) */
@@ -1480,8 +1564,10 @@ void sn_core_device_reset(int dev)
         if (!n)
             break;
         for (size_t i = 0; i < n; i++) {
-            sn_on_stale(drop[i], NULL);
+            /* out of the registry first: a call that recalls its accesses
+             * trusts their ids while the generation is unchanged */
             sn_reg_remove_locked(&sn_reg, drop[i]);
+            sn_on_stale(drop[i], NULL);
             sn_reg_recycle_locked(&sn_reg, drop[i]);
         }
     }

@@ -11,9 +11,12 @@
 
 void sn_reg_init(sn_registry *r)
 {
+    /* generations of different registries never meet (what was resolved
+     * against one is never taken for another); cache slots start with
+     * generation 0: never valid */
+    static uint64_t epoch;
     memset(r, 0, sizeof *r);
-    /* cache slots start with generation 0: never valid */
-    r->gen = 1;
+    r->gen = __atomic_add_fetch(&epoch, 1ULL << 40, __ATOMIC_RELAXED);
 }
 
 void sn_reg_destroy(sn_registry *r)
@@ -51,11 +54,9 @@ static size_t sn_reg_upper(const sn_registry *r, uintptr_t addr)
     return lo;
 }
 
-sn_alloc *sn_reg_find_locked(sn_registry *r, uintptr_t addr)
+sn_alloc *sn_reg_find_slow_locked(sn_registry *r, uintptr_t addr)
 {
-    sn_alloc *a = sn_reg_cached_find(r, addr);
-    if (a)
-        return a;
+    sn_alloc *a;
     HASH_FIND(hh, r->by_base, &addr, sizeof addr, a);
     if (!a) {
         size_t i = sn_reg_upper(r, addr);
@@ -94,9 +95,15 @@ size_t sn_reg_overlapping_search_locked(sn_registry *r, uintptr_t addr, uint64_t
     return n;
 }
 
+/* The generation is read without the lock (sn_reg_gen): stored atomically. */
+static void sn_reg_bump(sn_registry *r)
+{
+    __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+}
+
 static void sn_reg_unlink(sn_registry *r, sn_alloc *a)
 {
-    r->gen++;
+    sn_reg_bump(r);
     HASH_DEL(r->by_base, a);
     size_t i = sn_reg_upper(r, a->base);
     /* a is the last entry with base <= a->base */
@@ -162,7 +169,7 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
     } else if (!(a = calloc(1, sizeof *a))) {
         return NULL;
     }
-    r->gen++;
+    sn_reg_bump(r);
     a->base = base;
     a->size = size;
     a->kind = kind;

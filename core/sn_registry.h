@@ -83,6 +83,13 @@ typedef struct sn_registry {
 } sn_registry;
 
 void sn_reg_init(sn_registry *r);
+
+/* The generation now, without the lock (it only grows): whatever was
+ * resolved at this generation still holds. */
+static inline uint64_t sn_reg_gen(const sn_registry *r)
+{
+    return __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
+}
 void sn_reg_destroy(sn_registry *r);
 
 /* Records [base, base+size). Allocations it overlaps are stale (freed by a
@@ -93,8 +100,8 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
                             int dev, void (*on_stale)(sn_alloc *, void *), void *ctx);
 /* The allocation starting exactly at base with a kind in kinds, or NULL. */
 sn_alloc *sn_reg_exact_locked(sn_registry *r, uintptr_t base, int kinds);
-/* The allocation containing addr, or NULL. */
-sn_alloc *sn_reg_find_locked(sn_registry *r, uintptr_t addr);
+/* The allocation containing addr, or NULL (the cache missed: sn_reg_find_locked). */
+sn_alloc *sn_reg_find_slow_locked(sn_registry *r, uintptr_t addr);
 /* Unlinks a (the caller frees it with sn_reg_release, or hands it back
  * to the registry for reuse with sn_reg_recycle_locked). */
 void sn_reg_remove_locked(sn_registry *r, sn_alloc *a);
@@ -123,6 +130,14 @@ static inline void sn_reg_cache_put(sn_registry *r, uintptr_t addr, sn_alloc *a)
     s->addr = addr;
     s->gen = r->gen;
     s->alloc = a;
+}
+
+/* The allocation containing addr, or NULL: inline, since every word of a
+ * kernel's arguments is looked up, mostly the same few addresses. */
+static inline sn_alloc *sn_reg_find_locked(sn_registry *r, uintptr_t addr)
+{
+    sn_alloc *a = sn_reg_cached_find(r, addr);
+    return a ? a : sn_reg_find_slow_locked(r, addr);
 }
 
 /* Allocations overlapping [addr, addr+bytes), up to max, in address order.

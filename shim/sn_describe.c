@@ -1,64 +1,26 @@
 /*
- * sn_describe.c — cuDNN and cuBLAS argument decoding (see sn_describe.h).
+ * sn_describe.c — reading cuDNN descriptors and cuDNN / cuBLAS handles back
+ * into the per-thread caches of sn_describe.h (the misses; the hits are
+ * inline there).
  */
 #include "shim/sn_describe.h"
 
-#include <string.h>
+uint64_t sn_describe_generation = 1;
 
 #include "common/sn_options.h"
 
-/* ---- caches ----------------------------------------------------------------- */
-
-static uint64_t sn_generation = 1;
+SN_DESCRIBE_TLS sn_tensor_info sn_describe_tensors[SN_DESCRIBE_SLOTS];
+SN_DESCRIBE_TLS sn_tensor_info sn_describe_filters[SN_DESCRIBE_SLOTS];
+SN_DESCRIBE_TLS sn_handle_info sn_describe_dnn[SN_DESCRIBE_HANDLES];
+SN_DESCRIBE_TLS sn_handle_info sn_describe_blas[SN_DESCRIBE_HANDLES];
 
 void sn_describe_invalidate(void)
 {
-    __atomic_add_fetch(&sn_generation, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&sn_describe_generation, 1, __ATOMIC_RELEASE);
 }
 
-static inline uint64_t sn_gen(void)
+sn_handle_info *sn_describe_dnn_fill(sn_handle_info *h, cudnnHandle_t handle, uint64_t gen)
 {
-    return __atomic_load_n(&sn_generation, __ATOMIC_ACQUIRE);
-}
-
-#define SN_CACHE_SLOTS 32
-#define SN_SLOT(p) ((((uintptr_t)(p)) >> 4) % SN_CACHE_SLOTS)
-
-/* What a descriptor says, ready to be added to a call: the recorded shape
- * (first SN_SHAPE_MAX_DIMS dimensions) with its hash, and the bytes the
- * data spans. */
-typedef struct sn_tensor_info {
-    const void *desc;
-    uint64_t gen;
-    cudnnDataType_t type;
-    int dense;           /* tensors: packed, no gaps */
-    int valid;           /* filters: every dimension positive */
-    sn_shape shape;
-    uint64_t shape_hash;
-    uint64_t stride_hash;
-    uint64_t extent;
-} sn_tensor_info;
-
-typedef struct sn_handle_info {
-    const void *handle;
-    uint64_t gen;
-    void *stream;
-    int pointer_mode;   /* cuBLAS only */
-} sn_handle_info;
-
-/* initial-exec: the general TLS model goes through __tls_get_addr, which
- * takes the loader's lock after libraries were dlopened (cudart does). */
-#define SN_TLS __thread __attribute__((tls_model("initial-exec")))
-static SN_TLS sn_tensor_info sn_tensors_cache[SN_CACHE_SLOTS];
-static SN_TLS sn_tensor_info sn_filters_cache[SN_CACHE_SLOTS];
-static SN_TLS sn_handle_info sn_dnn_cache[8], sn_blas_cache[8];
-
-void *sn_dnn_stream(cudnnHandle_t handle)
-{
-    sn_handle_info *h = &sn_dnn_cache[SN_SLOT(handle) % 8];
-    uint64_t gen = sn_gen();
-    if (h->handle == handle && h->gen == gen)
-        return h->stream;
     sn_real_cudnnGetStream_fn get = SN_REAL(cudnnGetStream);
     cudaStream_t s = NULL;
     if (!get || get(handle, &s) != CUDNN_STATUS_SUCCESS)
@@ -66,15 +28,11 @@ void *sn_dnn_stream(cudnnHandle_t handle)
     h->handle = handle;
     h->gen = gen;
     h->stream = s;
-    return s;
+    return h;
 }
 
-static sn_handle_info *sn_blas_info(cublasHandle_t handle)
+sn_handle_info *sn_describe_blas_fill(sn_handle_info *h, cublasHandle_t handle, uint64_t gen)
 {
-    sn_handle_info *h = &sn_blas_cache[SN_SLOT(handle) % 8];
-    uint64_t gen = sn_gen();
-    if (h->handle == handle && h->gen == gen)
-        return h;
     sn_real_cublasGetStream_v2_fn get = SN_REAL(cublasGetStream_v2);
     sn_real_cublasGetPointerMode_v2_fn mode = SN_REAL(cublasGetPointerMode_v2);
     cudaStream_t s = NULL;
@@ -87,12 +45,6 @@ static sn_handle_info *sn_blas_info(cublasHandle_t handle)
     h->stream = s;
     h->pointer_mode = (int)m;
     return h;
-}
-
-void *sn_blas_stream(cublasHandle_t handle)
-{
-    sn_handle_info *h = sn_blas_info(handle);
-    return h ? h->stream : NULL;
 }
 
 static unsigned sn_dnn_elem_bytes(cudnnDataType_t t)
@@ -126,11 +78,7 @@ static void sn_info_shape(sn_tensor_info *ti, int nd, const int *dim)
     }
 }
 
-/* Reads a tensor descriptor into its cache slot; NULL if cuDNN cannot
- * describe it. */
-static __attribute__((noinline)) sn_tensor_info *sn_tensor_fill(sn_tensor_info *ti,
-                                                               cudnnTensorDescriptor_t desc,
-                                                               uint64_t gen)
+sn_tensor_info *sn_describe_tensor_fill(sn_tensor_info *ti, cudnnTensorDescriptor_t desc, uint64_t gen)
 {
     sn_real_cudnnGetTensorNdDescriptor_fn get = SN_REAL(cudnnGetTensorNdDescriptor);
     cudnnDataType_t type = CUDNN_DATA_FLOAT;
@@ -154,60 +102,7 @@ static __attribute__((noinline)) sn_tensor_info *sn_tensor_fill(sn_tensor_info *
     return ti;
 }
 
-cudnnDataType_t sn_dnn_tensor(sn_call *c, cudnnTensorDescriptor_t desc, const void *p,
-                              unsigned mode, int *dense)
-{
-    if (dense)
-        *dense = 0;
-    sn_tensor_info *ti = &sn_tensors_cache[SN_SLOT(desc)];
-    uint64_t gen = sn_gen();
-    if (__builtin_expect(!desc || ti->desc != desc || ti->gen != gen, 0) &&
-        !sn_tensor_fill(ti, desc, gen)) {
-        c->flags |= SN_CALL_OPAQUE;
-        return CUDNN_DATA_FLOAT;
-    }
-    sn_call_shape_ready(c, &ti->shape, ti->shape_hash);
-    c->params = sn_hash_mix(c->params, ti->stride_hash);
-    if (p) {
-        sn_call_range(c, p, ti->extent, mode);
-        if (dense)
-            *dense = ti->dense;
-    }
-    return ti->type;
-}
-
-int sn_dnn_scale_nonzero(const void *scale, cudnnDataType_t type)
-{
-    if (!scale)
-        return 1;
-    if (type == CUDNN_DATA_DOUBLE) {
-        double v;
-        memcpy(&v, scale, sizeof v);
-        return v != 0.0;
-    }
-    float v;
-    memcpy(&v, scale, sizeof v);
-    return v != 0.0f;
-}
-
-void sn_dnn_output(sn_call *c, cudnnTensorDescriptor_t desc, void *p, const void *beta)
-{
-    int before = c->nranges, dense = 0;
-    cudnnDataType_t type = sn_dnn_tensor(c, desc, p, SN_WRITE, &dense);
-    if (c->nranges == before)
-        return;
-    sn_range *r = &c->range[c->nranges - 1];
-    if (sn_dnn_scale_nonzero(beta, type))
-        r->mode |= SN_READ;
-    else if (dense)
-        r->mode |= SN_OVERWRITE;
-}
-
-/* Reads a filter descriptor into its cache slot; NULL if cuDNN cannot
- * describe it. */
-static __attribute__((noinline)) sn_tensor_info *sn_filter_fill(sn_tensor_info *fi,
-                                                               cudnnFilterDescriptor_t desc,
-                                                               uint64_t gen)
+sn_tensor_info *sn_describe_filter_fill(sn_tensor_info *fi, cudnnFilterDescriptor_t desc, uint64_t gen)
 {
     sn_real_cudnnGetFilterNdDescriptor_fn get = SN_REAL(cudnnGetFilterNdDescriptor);
     cudnnDataType_t type = CUDNN_DATA_FLOAT;
@@ -236,40 +131,6 @@ static __attribute__((noinline)) sn_tensor_info *sn_filter_fill(sn_tensor_info *
     return fi;
 }
 
-static int sn_dnn_filter_range(sn_call *c, cudnnFilterDescriptor_t desc, const void *p,
-                               unsigned mode, cudnnDataType_t *type_out)
-{
-    sn_tensor_info *fi = &sn_filters_cache[SN_SLOT(desc)];
-    uint64_t gen = sn_gen();
-    if (__builtin_expect(!desc || fi->desc != desc || fi->gen != gen, 0) &&
-        !sn_filter_fill(fi, desc, gen)) {
-        c->flags |= SN_CALL_OPAQUE;
-        return 0;
-    }
-    sn_call_shape_ready(c, &fi->shape, fi->shape_hash);
-    if (!fi->valid)
-        return 0;
-    if (type_out)
-        *type_out = fi->type;
-    int before = c->nranges;
-    sn_call_range(c, p, fi->extent, mode);
-    return c->nranges > before;
-}
-
-void sn_dnn_filter(sn_call *c, cudnnFilterDescriptor_t desc, const void *p, unsigned mode)
-{
-    sn_dnn_filter_range(c, desc, p, mode, NULL);
-}
-
-void sn_dnn_filter_output(sn_call *c, cudnnFilterDescriptor_t desc, void *p, const void *beta)
-{
-    cudnnDataType_t type = CUDNN_DATA_FLOAT;
-    if (!sn_dnn_filter_range(c, desc, p, SN_WRITE, &type))
-        return;
-    sn_range *r = &c->range[c->nranges - 1];
-    r->mode |= sn_dnn_scale_nonzero(beta, type) ? SN_READ : SN_OVERWRITE;
-}
-
 uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
 {
     sn_real_cudnnGetConvolutionNdDescriptor_fn get = SN_REAL(cudnnGetConvolutionNdDescriptor);
@@ -296,18 +157,4 @@ uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
                                (uint64_t)(unsigned)dil[i]);
     h = sn_hash_mix(h, ((uint64_t)mode << 48) ^ ((uint64_t)type << 32) ^ ((uint64_t)mt << 24) ^ (uint64_t)(unsigned)g);
     return h ? h : 1;
-}
-
-int sn_blas_beta_nonzero(cublasHandle_t handle, const float *beta)
-{
-    sn_handle_info *h = sn_blas_info(handle);
-    if (!h || h->pointer_mode != CUBLAS_POINTER_MODE_HOST)
-        return 1;
-    return !beta || *beta != 0.0f;
-}
-
-int sn_blas_pointer_mode(cublasHandle_t handle)
-{
-    sn_handle_info *h = sn_blas_info(handle);
-    return h ? h->pointer_mode : CUBLAS_POINTER_MODE_HOST;
 }

@@ -11,6 +11,10 @@
 #    rate (README, "Device profiles": k40 12.18 GB/s, h100 54.6 GB/s, less
 #    each copy's fixed cost), and copies from pageable memory (Darknet's
 #    style, 6 GB/s on the k40) are not taken for it: the default instead.
+#    The trainer's prefetch thread makes those copies while the main
+#    thread issues its own calls, which hold some copies up by a varying
+#    amount: the bandwidth is the fastest copy's, so it is the same in
+#    every run, and a rate off the profile's still fails.
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 /*
  * test_sn_predict.c — the arena's pure parts: predicted death of a block's
- * contents (allocator/sn_predict.c) and the hole list of a pinned host
+ * contents (allocator/sn_predict.h) and the hole list of a pinned host
  * slab (allocator/sn_stage.c).
  */
 #include <setjmp.h>

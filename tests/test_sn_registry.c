@@ -3,7 +3,8 @@
  * removal, stale overlapping entries, many allocations in random order) and
  * the extent arithmetic the wrappers describe calls with, and the resolution
  * of a call's ranges into accesses, whose every limit must make the call
- * opaque rather than drop an access.
+ * opaque rather than drop an access, and the per-thread memo of
+ * resolutions, which must never outlive a change to the registry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -386,6 +387,186 @@ static void test_access_arena_uses(void **state)
     sn_reg_destroy(&r);
 }
 
+/* The arena sees each block once: two ranges over one allocation, and two
+ * allocations of one shared block, make one use with every way it is used. */
+static void test_access_uses_merged(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 3);
+    void *blocks[2] = {(void *)0xb0, (void *)0xb1};
+    sn_reg_find_locked(&r, 0x100000)->managed = (sn_arena_alloc *)&blocks[0];
+    sn_reg_find_locked(&r, 0x101000)->managed = (sn_arena_alloc *)&blocks[1];
+    sn_reg_find_locked(&r, 0x102000)->managed = (sn_arena_alloc *)&blocks[1]; /* same block */
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100000, 0x800, SN_READ);
+    sn_call_range(&c, (void *)0x100000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_call_range(&c, (void *)0x101000, 0x1000, SN_READ);
+    sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_trace_access acc[8];
+    sn_arena_use use[8], peer[2];
+    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(res.nacc, 3);
+    assert_int_equal(u.n, 2);
+    assert_false(u.all);
+    assert_ptr_equal(use[0].block, blocks[0]);
+    assert_int_equal(use[0].mode, SN_READ | SN_WRITE | SN_OVERWRITE);
+    assert_ptr_equal(use[1].block, blocks[1]);
+    assert_int_equal(use[1].mode, SN_READ | SN_WRITE | SN_OVERWRITE);
+    /* one block's uses fit where two would not */
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x101000, 0x2000, SN_READ);
+    u.cap = 1;
+    u.n = 0;
+    sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_false(u.all);
+    assert_int_equal(u.n, 1);
+    sn_reg_destroy(&r);
+}
+
+/* The per-thread memo: a call with the same device, flags and ranges is
+ * recalled with the same result while the registry is unchanged, and
+ * only then. */
+static void test_access_memo(void **state)
+{
+    (void)state;
+    sn_registry r;
+    sn_reg_init(&r);
+    add_block(&r, 3);
+    void *blocks[3] = {(void *)0xc0, (void *)0xc1, (void *)0xc2};
+    for (int i = 0; i < 3; i++)
+        sn_reg_find_locked(&r, 0x100000 + 0x1000 * (uintptr_t)i)->managed = (sn_arena_alloc *)&blocks[i];
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_call_range(&c, (void *)0x100800, 0x1000, SN_READ);
+    sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
+    sn_trace_access acc[8];
+    const sn_trace_access *got;
+    sn_arena_use use[8], peer[2];
+    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_result res, back;
+    sn_access_memo_ref ref;
+    uint64_t gen = 0;
+    /* a registry this thread has not seen before: nothing to recall, and
+     * nothing worth remembering yet */
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
+    assert_false(ref.keep);
+    res = sn_access_resolve_locked(&r, &c, acc, 8, &u);
+    assert_int_equal(res.nacc, 3);
+    assert_int_equal(u.n, 3);
+    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
+    /* unchanged since: remembered, and recalled */
+    assert_true(ref.keep);
+    assert_true(ref.key == sn_access_key(&c));
+    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
+
+    sn_access_uses again = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_true(gen == r.gen);
+    assert_int_equal(back.nacc, 3);
+    assert_int_equal(back.incomplete, res.incomplete);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(got[i].tensor, acc[i].tensor);
+        assert_int_equal(got[i].mode, acc[i].mode);
+    }
+    assert_int_equal(again.n, 3);
+    assert_false(again.all);
+    assert_ptr_equal(again.use[0].block, blocks[0]);
+    assert_ptr_equal(again.use[2].block, blocks[2]);
+    assert_int_equal(again.use[2].mode, SN_WRITE | SN_OVERWRITE);
+
+    /* another mode, another length, an opaque call, no uses asked, another
+     * acc capacity: not the call remembered */
+    sn_call d = c;
+    d.range[1].mode = SN_WRITE;
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    d = c;
+    d.range[0].bytes++;
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    d = c;
+    d.flags |= SN_CALL_OPAQUE;
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, NULL, &gen, &ref));
+    assert_false(sn_access_recall(&r, &c, 4, &back, &got, &again, &gen, &ref));
+    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+
+    /* any change to the registry (here an allocation the call does not
+     * touch) and the call is resolved afresh */
+    sn_alloc *x = sn_reg_add_locked(&r, 0x200000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(ref.keep);
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
+    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    /* a change between recall and remember: the resolution is not kept */
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    sn_reg_remove_locked(&r, x);
+    sn_reg_release(x);
+    sn_access_resolve_locked(&r, &d, acc, 8, &u);
+    sn_access_remember(&ref, &d, r.gen, acc, 8, &res, &u);
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    sn_reg_destroy(&r);
+
+    /* nor is it taken for another registry's */
+    sn_registry other;
+    sn_reg_init(&other);
+    add_block(&other, 3);
+    assert_false(sn_access_recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(sn_access_recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
+    sn_reg_destroy(&other);
+}
+
+/* An iteration longer than the memo's first table: the table grows, and
+ * once it has, nearly every call of the iteration is recalled, each with
+ * its own accesses. */
+static void test_access_memo_grows(void **state)
+{
+    (void)state;
+    enum { N = 1500, ROUNDS = 8 };
+    sn_registry r;
+    sn_reg_init(&r);
+    for (int i = 0; i < N; i++) {
+        sn_alloc *a = sn_reg_add_locked(&r, 0x10000000 + 0x10000 * (uintptr_t)i, 0x10000, SN_KIND_DEVICE,
+                                        SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+        assert_non_null(a);
+        a->trace_id = (uint32_t)i;
+    }
+    sn_trace_access acc[8];
+    const sn_trace_access *got;
+    sn_access_result res;
+    sn_access_memo_ref ref;
+    uint64_t gen;
+    sn_call c;
+    sn_call_init(&c, 0, 0, 0, NULL);
+    sn_access_recall(&r, &c, 8, &res, &got, NULL, &gen, &ref);
+    int hits = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        hits = 0;
+        for (int i = 0; i < N; i++) {
+            sn_call_init(&c, 0, 0, 0, NULL);
+            sn_call_range(&c, (void *)(0x10000000 + 0x10000 * (uintptr_t)i), 0x10000, SN_READ);
+            if (sn_access_recall(&r, &c, 8, &res, &got, NULL, &gen, &ref)) {
+                assert_int_equal(res.nacc, 1);
+                assert_int_equal(got[0].tensor, (uint32_t)i);
+                hits++;
+                continue;
+            }
+            res = sn_access_resolve_locked(&r, &c, acc, 8, NULL);
+            sn_access_remember(&ref, &c, r.gen, acc, 8, &res, NULL);
+        }
+    }
+    /* the table grows while more than an eighth of the lookups miss for
+     * want of a slot (a first table of 256 would recall 256 of them) */
+    assert_true(hits >= N * 7 / 8);
+    sn_reg_destroy(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +575,9 @@ int main(void)
         cmocka_unit_test(test_extents),     cmocka_unit_test(test_call_ranges),
         cmocka_unit_test(test_access_complete),
         cmocka_unit_test(test_access_arena_uses),
+        cmocka_unit_test(test_access_uses_merged),
+        cmocka_unit_test(test_access_memo),
+        cmocka_unit_test(test_access_memo_grows),
         cmocka_unit_test(test_access_too_many_ranges),
         cmocka_unit_test(test_access_range_over_many_allocations),
         cmocka_unit_test(test_access_array_full),

@@ -95,10 +95,11 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
                        sn_planmodel_store *store);
 void sn_planmodel_free(sn_planmodel_store *store);
 
-/* The measured bandwidths alone: bytes over time of the log's successful
- * timed copies from or to pinned host memory of at least
- * SN_PLANMODEL_MIN_COPY_BYTES; 0 where there are none. *n_h2d / *n_d2h
- * (may be NULL): how many. */
+/* The measured bandwidths alone: bytes over time of the fastest of the
+ * log's successful timed copies from or to pinned host memory of at least
+ * SN_PLANMODEL_MIN_COPY_BYTES (what else ran meanwhile only slows a copy
+ * down); 0 where there are none. *n_h2d / *n_d2h (may be NULL): how many
+ * copies there were. */
 void sn_planmodel_measure_copies(const sn_trace *t, double *h2d_gbps, double *d2h_gbps, int *n_h2d, int *n_d2h);
 
 #endif
