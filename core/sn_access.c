@@ -141,6 +141,7 @@ typedef struct sn_memo_entry {
     uint64_t gen;            /* the registry's generation it holds for; 0: empty */
     uint64_t tag;            /* sn_memo_tag: what else must be the same */
     uint8_t nuses, all;
+    uint8_t ws_lo, ws_hi;    /* sn_access_uses' workspace uses */
     sn_access_result res;
     sn_memo_range range[SN_ACCESS_MEMO_RANGES];
     sn_trace_access acc[SN_MEMO_ACC];
@@ -283,6 +284,8 @@ int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_acces
         uses->use = e->use;
         uses->n = e->nuses;
         uses->all = e->all;
+        uses->ws_lo = e->ws_lo;
+        uses->ws_hi = e->ws_hi;
     }
     *gen = now;
     return 1;
@@ -326,6 +329,8 @@ void sn_access_remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_
         e->acc[i] = acc[i];
     e->nuses = uses ? (uint8_t)uses->n : 0;
     e->all = uses ? (uint8_t)(uses->all != 0) : 0;
+    e->ws_lo = uses ? (uint8_t)uses->ws_lo : 0;
+    e->ws_hi = uses ? (uint8_t)uses->ws_hi : 0;
     for (int i = 0; i < e->nuses; i++)
         e->use[i] = uses->use[i];
 }

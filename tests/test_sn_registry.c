@@ -387,8 +387,10 @@ static void test_access_arena_uses(void **state)
     sn_reg_destroy(&r);
 }
 
-/* The arena sees each block once: two ranges over one allocation, and two
- * allocations of one shared block, make one use with every way it is used. */
+/* Uses of one block over the same bytes merge into one with every way it
+ * is used (two allocations of one shared block, each used whole); uses of
+ * different bytes stay apart, so that what a call reads and what it
+ * defines are told apart (dropped contents, sn_predict.h). */
 static void test_access_uses_merged(void **state)
 {
     (void)state;
@@ -407,15 +409,19 @@ static void test_access_uses_merged(void **state)
     sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
     sn_trace_access acc[8];
     sn_arena_use use[8], peer[2];
-    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
     sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_int_equal(res.nacc, 3);
-    assert_int_equal(u.n, 2);
+    assert_int_equal(u.n, 3);
     assert_false(u.all);
     assert_ptr_equal(use[0].block, blocks[0]);
-    assert_int_equal(use[0].mode, SN_READ | SN_WRITE | SN_OVERWRITE);
-    assert_ptr_equal(use[1].block, blocks[1]);
-    assert_int_equal(use[1].mode, SN_READ | SN_WRITE | SN_OVERWRITE);
+    assert_int_equal(use[0].mode, SN_READ);
+    assert_int_equal(use[0].len, 0x800);
+    assert_ptr_equal(use[1].block, blocks[0]);
+    assert_int_equal(use[1].mode, SN_WRITE | SN_OVERWRITE | SN_ARENA_DEFINES);
+    assert_int_equal(use[1].len, 0x1000);
+    assert_ptr_equal(use[2].block, blocks[1]);
+    assert_int_equal(use[2].mode, SN_READ | SN_WRITE | SN_OVERWRITE | SN_ARENA_DEFINES);
     /* one block's uses fit where two would not */
     sn_call_init(&c, 0, 0, 0, NULL);
     sn_call_range(&c, (void *)0x101000, 0x2000, SN_READ);
@@ -446,7 +452,7 @@ static void test_access_memo(void **state)
     sn_trace_access acc[8];
     const sn_trace_access *got;
     sn_arena_use use[8], peer[2];
-    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
     sn_access_result res, back;
     sn_access_memo_ref ref;
     uint64_t gen = 0;
@@ -464,7 +470,7 @@ static void test_access_memo(void **state)
     assert_true(ref.key == sn_access_key(&c));
     sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
 
-    sn_access_uses again = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0};
+    sn_access_uses again = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
     assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
     assert_true(gen == r.gen);
     assert_int_equal(back.nacc, 3);
@@ -477,7 +483,7 @@ static void test_access_memo(void **state)
     assert_false(again.all);
     assert_ptr_equal(again.use[0].block, blocks[0]);
     assert_ptr_equal(again.use[2].block, blocks[2]);
-    assert_int_equal(again.use[2].mode, SN_WRITE | SN_OVERWRITE);
+    assert_int_equal(again.use[2].mode, SN_WRITE | SN_OVERWRITE | SN_ARENA_DEFINES);
 
     /* another mode, another length, an opaque call, no uses asked, another
      * acc capacity: not the call remembered */
