@@ -46,6 +46,22 @@ SN_DNN_INVALIDATING(cudnnDeriveBNTensorDescriptor,
                      cudnnBatchNormMode_t mode),
                     (derivedBnDesc, xDesc, mode))
 SN_DNN_INVALIDATING(cudnnDestroyTensorDescriptor, (cudnnTensorDescriptor_t tensorDesc), (tensorDesc))
+/* the convolution descriptor's settings are part of a call's configuration
+ * (sn_dnn_conv_conf caches them) */
+SN_DNN_INVALIDATING(cudnnSetConvolution2dDescriptor,
+                    (cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h,
+                     int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType),
+                    (convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType))
+SN_DNN_INVALIDATING(cudnnSetConvolutionNdDescriptor,
+                    (cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[],
+                     const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode,
+                     cudnnDataType_t computeType),
+                    (convDesc, arrayLength, padA, filterStrideA, dilationA, mode, computeType))
+SN_DNN_INVALIDATING(cudnnSetConvolutionGroupCount, (cudnnConvolutionDescriptor_t convDesc, int groupCount),
+                    (convDesc, groupCount))
+SN_DNN_INVALIDATING(cudnnSetConvolutionMathType, (cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType),
+                    (convDesc, mathType))
+SN_DNN_INVALIDATING(cudnnDestroyConvolutionDescriptor, (cudnnConvolutionDescriptor_t convDesc), (convDesc))
 SN_DNN_INVALIDATING(cudnnSetFilter4dDescriptor,
                     (cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType,
                      cudnnTensorFormat_t format, int k, int c, int h, int w),

@@ -131,7 +131,16 @@ sn_tensor_info *sn_describe_filter_fill(sn_tensor_info *fi, cudnnFilterDescripto
     return fi;
 }
 
-uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
+/* What a convolution descriptor says, hashed, per thread: read back once
+ * per descriptor and generation (its setters invalidate), not per call. */
+typedef struct sn_conv_info {
+    cudnnConvolutionDescriptor_t desc;
+    uint64_t gen;
+    uint64_t hash;           /* 0: could not be read */
+} sn_conv_info;
+static SN_DESCRIBE_TLS sn_conv_info sn_describe_convs[SN_DESCRIBE_SLOTS];
+
+static uint64_t sn_conv_hash(cudnnConvolutionDescriptor_t conv)
 {
     sn_real_cudnnGetConvolutionNdDescriptor_fn get = SN_REAL(cudnnGetConvolutionNdDescriptor);
     sn_real_cudnnGetConvolutionGroupCount_fn groups = SN_REAL(cudnnGetConvolutionGroupCount);
@@ -141,20 +150,34 @@ uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
     cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
     cudnnDataType_t type = CUDNN_DATA_FLOAT;
     cudnnMathType_t mt = CUDNN_DEFAULT_MATH;
-    /* only a plan that chooses algorithms needs it */
-    if (sn_opt.mode != SN_MODE_MANAGE || sn_opt.workspace == SN_WORKSPACE_KEEP || sn_opt.policy == SN_POLICY_LRU)
-        return 0;
-    if (!conv || !get || (c->flags & SN_CALL_OPAQUE) ||
-        get(conv, MAXD, &nd, pad, stride, dil, &mode, &type) != CUDNN_STATUS_SUCCESS || nd <= 0 || nd > MAXD)
+    if (!get || get(conv, MAXD, &nd, pad, stride, dil, &mode, &type) != CUDNN_STATUS_SUCCESS || nd <= 0 ||
+        nd > MAXD)
         return 0;
     if (groups)
         groups(conv, &g);
     if (math)
         math(conv, &mt);
-    uint64_t h = sn_hash_mix(sn_hash_mix((uint64_t)c->op + 1, c->shape_hash), c->params);
+    uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < nd; i++)
         h = sn_hash_mix(h, ((uint64_t)(unsigned)pad[i] << 40) ^ ((uint64_t)(unsigned)stride[i] << 20) ^
                                (uint64_t)(unsigned)dil[i]);
     h = sn_hash_mix(h, ((uint64_t)mode << 48) ^ ((uint64_t)type << 32) ^ ((uint64_t)mt << 24) ^ (uint64_t)(unsigned)g);
+    return h ? h : 1;
+}
+
+uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
+{
+    /* only a plan that chooses algorithms needs it */
+    if (sn_opt.mode != SN_MODE_MANAGE || sn_opt.workspace == SN_WORKSPACE_KEEP || sn_opt.policy == SN_POLICY_LRU)
+        return 0;
+    if (!conv || (c->flags & SN_CALL_OPAQUE))
+        return 0;
+    sn_conv_info *ci = &sn_describe_convs[SN_DESCRIBE_SLOT(conv)];
+    uint64_t gen = __atomic_load_n(&sn_describe_generation, __ATOMIC_ACQUIRE);
+    if (ci->desc != conv || ci->gen != gen)
+        *ci = (sn_conv_info){conv, gen, sn_conv_hash(conv)};
+    if (!ci->hash)
+        return 0;
+    uint64_t h = sn_hash_mix(sn_hash_mix(sn_hash_mix((uint64_t)c->op + 1, c->shape_hash), c->params), ci->hash);
     return h ? h : 1;
 }
