@@ -223,7 +223,8 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(
     if (sn_nonzero_for(zDesc, alpha2))
         sn_dnn_tensor(&c, zDesc, z, SN_READ, NULL);
     sn_dnn_tensor(&c, biasDesc, bias, SN_READ, NULL);
-    static const float zero = 0.0f;
+    /* read as float or as double (the tensor's type): zero both ways */
+    static const double zero = 0.0;
     sn_dnn_output(&c, yDesc, y, &zero);
     if (z == y && sn_nonzero_for(zDesc, alpha2) && c.nranges)
         c.range[c.nranges - 1].mode = SN_READ | SN_WRITE;
@@ -270,7 +271,8 @@ SN_EXPORT cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDe
                                        void *y, const void *valuePtr)
 {
     SN_DNN_BEGIN(cudnnSetTensor, SN_OP_SET_TENSOR, handle, (handle, yDesc, y, valuePtr))
-    static const float zero = 0.0f;
+    /* read as float or as double (the tensor's type): zero both ways */
+    static const double zero = 0.0;
     sn_dnn_output(&c, yDesc, y, &zero);
     SN_DNN_END((handle, yDesc, y, valuePtr));
 }
@@ -539,7 +541,8 @@ SN_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle,
     SN_DNN_BEGIN(cudnnDropoutForward, SN_OP_DROPOUT_FWD, handle,
                  (handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes))
     sn_dnn_tensor(&c, xdesc, x, SN_READ, NULL);
-    static const float zero = 0.0f;
+    /* read as float or as double (the tensor's type): zero both ways */
+    static const double zero = 0.0;
     sn_dnn_output(&c, ydesc, y, &zero);
     sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_WRITE | SN_OVERWRITE);
     sn_dropout_states(&c, handle, dropoutDesc);
@@ -555,7 +558,8 @@ SN_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle,
     SN_DNN_BEGIN(cudnnDropoutBackward, SN_OP_DROPOUT_BWD, handle,
                  (handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes))
     sn_dnn_tensor(&c, dydesc, dy, SN_READ, NULL);
-    static const float zero = 0.0f;
+    /* read as float or as double (the tensor's type): zero both ways */
+    static const double zero = 0.0;
     sn_dnn_output(&c, dxdesc, dx, &zero);
     sn_call_range(&c, reserveSpace, reserveSpaceSizeInBytes, SN_READ);
     sn_dropout_states(&c, handle, dropoutDesc);
