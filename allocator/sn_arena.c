@@ -326,6 +326,23 @@ static int sn_arena_reserve(sn_arena *ar, uint64_t bytes)
     return 0;
 }
 
+/* The reservation is used up: reserves a chunk for at least bytes more,
+ * with the lock released for the driver call (the rest of the old
+ * reservation is abandoned: address space is plentiful). */
+static void sn_arena_reserve_more_locked(sn_arena *ar, uint64_t bytes)
+{
+    sn_lock_give(&ar->lock);
+    CUdeviceptr p = 0;
+    uint64_t chunk = ar->va_chunk > bytes ? ar->va_chunk : sn_round_up(bytes, ar->gran);
+    sn_witness_cuda("cuMemAddressReserve");
+    CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
+    sn_lock_take(&ar->lock);
+    if (rc == CUDA_SUCCESS) {
+        ar->va_cur = (uintptr_t)p;
+        ar->va_end = (uintptr_t)p + chunk;
+    }
+}
+
 /* The budget in bytes: SN_BUDGET against the device's free memory now. */
 static uint64_t sn_budget_of(int dev, uint64_t fr, uint64_t total)
 {
@@ -1693,18 +1710,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
                 if (shared)
                     ar->open[cls] = b;
             } else if (attempt == 0) {
-                /* the reservation is used up: reserve more, no lock held */
-                sn_lock_give(&ar->lock);
-                CUdeviceptr p = 0;
-                uint64_t chunk = ar->va_chunk > bsize ? ar->va_chunk : sn_round_up(bsize, ar->gran);
-                sn_witness_cuda("cuMemAddressReserve");
-                CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
-                sn_lock_take(&ar->lock);
-                if (rc == CUDA_SUCCESS) {
-                    /* the rest of the old reservation is abandoned (address space is plentiful) */
-                    ar->va_cur = (uintptr_t)p;
-                    ar->va_end = (uintptr_t)p + chunk;
-                }
+                sn_arena_reserve_more_locked(ar, bsize);
             }
         }
     }
@@ -1861,9 +1867,18 @@ static void sn_scratch_free(sn_arena *ar, void *stream, sn_block *b)
     sn_witness_cuda("cudaStreamSynchronize");
     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)stream));
     sn_lock_take(&ar->lock);
-    while (b->busy || b->pins) {
+    while (b->busy || sn_pins(b)) {
+        /* an unpin takes no lock and wakes nobody (sn_arena_release): a
+         * pin is waited for by looking again, a move by the broadcast */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
         ar->waiters++;
-        pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+        pthread_cond_timedwait(&ar->cond, &ar->lock.mutex, &until);
         ar->waiters--;
     }
     b->scratch = 0;
@@ -1896,7 +1911,7 @@ void *sn_arena_scratch(sn_arena *ar, void *stream, uint64_t bytes, int search, u
         sn_lock_give(&ar->lock);
         return have;
     }
-    if (have && (have->busy || have->pins)) {
+    if (have && (have->busy || sn_pins(have))) {
         /* in use by a call of another thread on the same stream */
         sn_lock_give(&ar->lock);
         return NULL;
@@ -1906,18 +1921,8 @@ void *sn_arena_scratch(sn_arena *ar, void *stream, uint64_t bytes, int search, u
         b = sn_block_reuse_locked(ar, bsize);
         if (!b)
             b = sn_block_new_locked(ar, bsize);
-        if (!b && attempt == 0) {
-            sn_lock_give(&ar->lock);
-            CUdeviceptr p = 0;
-            uint64_t chunk = ar->va_chunk > bsize ? ar->va_chunk : bsize;
-            sn_witness_cuda("cuMemAddressReserve");
-            CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
-            sn_lock_take(&ar->lock);
-            if (rc == CUDA_SUCCESS) {
-                ar->va_cur = (uintptr_t)p;
-                ar->va_end = (uintptr_t)p + chunk;
-            }
-        }
+        if (!b && attempt == 0)
+            sn_arena_reserve_more_locked(ar, bsize);
     }
     if (b) {
         /* the slot may have been taken meanwhile (the lock was let go) */
