@@ -2138,6 +2138,11 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
     return started;
 }
 
+int sn_arena_leaving(const sn_arena *ar)
+{
+    return ar && !ar->pool && __atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED) != 0;
+}
+
 void sn_arena_reap(sn_arena *ar, int wait)
 {
     /* a racy peek: a block starting to leave now is reaped next time */

@@ -211,6 +211,9 @@ uint64_t sn_arena_room(sn_arena *ar);
  * started; a block there is no room for is left to demand. */
 size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size_t n);
 void sn_arena_reap(sn_arena *ar, int wait);
+/* Whether blocks are leaving (a racy peek: one starting to leave now is
+ * seen next time), i.e. whether sn_arena_reap has anything to look at. */
+int sn_arena_leaving(const sn_arena *ar);
 size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n);
 
 #endif

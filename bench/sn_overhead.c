@@ -4,11 +4,17 @@
  * under callgrind with and without libsn, at two values of N, so that the
  * difference per extra call is the wrapper's cost alone).
  *
- *   sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [warm]
+ *   sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [K]
  *
- * With "warm", a tiny training loop (activation forward and backward) runs
- * first, long enough for libsn's profile to complete: the measured calls
- * then show the steady-state cost of trace mode, without step timing.
+ * With two arguments the call is made N times in a row. With K it is made
+ * K times in each of N iterations of a tiny training loop (activation
+ * forward, the loss read by the host, activation backward, then the
+ * calls), after 20 such iterations that let libsn learn the loop as the
+ * training iteration: the calls are then in the regime of a training run
+ * after its profile (a learned iteration followed, and in manage mode a
+ * plan made for it). The script subtracts runs with two values of K, so
+ * that the work libsn does once an iteration (wherever the iteration
+ * begins) cancels out, leaving the cost of one more call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +42,7 @@ static void nop_kernel(void **args, dim3 grid, dim3 block)
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [warm]\n");
+        fprintf(stderr, "usage: sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [K]\n");
         return 2;
     }
     const char *what = argv[1];
@@ -67,36 +73,40 @@ int main(int argc, char **argv)
     size_t sizes[2] = {sizeof(float *), sizeof(int)};
     int have_kernel = simgpu_register_host_kernel(nop_kernel, "nop", 2, sizes) == 0;
     const float one = 1, zero = 0;
-    if (argc == 4) {
-        cudnnActivationDescriptor_t act;
-        CHECK(cudnnCreateActivationDescriptor(&act));
-        CHECK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0));
-        for (int i = 0; i < 100; i++) {
-            CHECK(cudnnActivationForward(dnn, act, &one, x, a, &zero, y, b));
-            CHECK(cudnnActivationBackward(dnn, act, &one, y, b, y, c, x, a, &zero, x, ws));
-        }
-        CHECK(cudaDeviceSynchronize());
-    }
     int count = 16;
     void *args[2] = {&a, &count};
-    for (long i = 0; i < n; i++) {
-        if (!strcmp(what, "memset"))
-            CHECK(cudaMemsetAsync(a, 0, 64, 0));
-        else if (!strcmp(what, "addtensor"))
-            CHECK(cudnnAddTensor(dnn, &one, bias, b, &one, y, c));
-        else if (!strcmp(what, "conv"))
-            CHECK(cudnnConvolutionForward(dnn, &one, x, a, w, b, conv,
-                                          CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, y, c));
-        else if (!strcmp(what, "saxpy"))
-            CHECK(cublasSaxpy(blas, 16, &one, a, 1, b, 1));
-        else if (!strcmp(what, "sgemm"))
-            CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, a, 4, b, 4, &zero, c, 4));
-        else if (!strcmp(what, "launch") && have_kernel)
-            CHECK(cudaLaunchKernel((const void *)nop_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, 0));
-        else if (!strcmp(what, "malloc")) {
-            void *p;
-            CHECK(cudaMalloc(&p, 256));
-            CHECK(cudaFree(p));
+    int warm = argc == 4;
+    long k = warm ? atol(argv[3]) : 1;
+    cudnnActivationDescriptor_t act;
+    CHECK(cudnnCreateActivationDescriptor(&act));
+    CHECK(cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0));
+    for (long i = warm ? -20 : 0; i < n; i++) {
+        if (warm) {
+            CHECK(cudnnActivationForward(dnn, act, &one, x, a, &zero, y, b));
+            /* the loss read by the host ends the forward pass */
+            float loss;
+            CHECK(cudaMemcpy(&loss, b, sizeof loss, cudaMemcpyDeviceToHost));
+            CHECK(cudnnActivationBackward(dnn, act, &one, y, b, y, c, x, a, &zero, x, ws));
+        }
+        for (long j = 0; j < k; j++) {
+            if (!strcmp(what, "memset"))
+                CHECK(cudaMemsetAsync(a, 0, 64, 0));
+            else if (!strcmp(what, "addtensor"))
+                CHECK(cudnnAddTensor(dnn, &one, bias, b, &one, y, c));
+            else if (!strcmp(what, "conv"))
+                CHECK(cudnnConvolutionForward(dnn, &one, x, a, w, b, conv,
+                                              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, NULL, 0, &zero, y, c));
+            else if (!strcmp(what, "saxpy"))
+                CHECK(cublasSaxpy(blas, 16, &one, a, 1, b, 1));
+            else if (!strcmp(what, "sgemm"))
+                CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, a, 4, b, 4, &zero, c, 4));
+            else if (!strcmp(what, "launch") && have_kernel)
+                CHECK(cudaLaunchKernel((const void *)nop_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, 0));
+            else if (!strcmp(what, "malloc")) {
+                void *p;
+                CHECK(cudaMalloc(&p, 256));
+                CHECK(cudaFree(p));
+            }
         }
     }
     CHECK(cudaDeviceSynchronize());

@@ -22,7 +22,6 @@
 enum {
     SN_RANK_REGISTRY = 0,
     SN_RANK_DEVICE0 = 1,          /* device d: SN_RANK_DEVICE0 + d */
-    SN_RANK_EXEC = 29,            /* one device's plan executor (core/sn_exec.c) */
     SN_RANK_HANDLES = 30,         /* streams, events, kernel layouts */
     SN_RANK_ARENA = 31,           /* one device's arena (allocator/); never two at once */
 };

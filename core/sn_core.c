@@ -69,15 +69,15 @@ typedef struct sn_device {
     uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
     /* manage mode's plan: 0 none yet, 1 to be made, 2 being made, 3 followed,
      * 4 set aside while the iteration is learned anew, -1 none (demand
-     * residency only); exec under exec_lock */
+     * residency only); exec under the device's lock, its step cursor
+     * advanced in the same hold as the trace's, so in the same order */
     int plan_state;
     uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
-    sn_lock exec_lock;
     sn_exec exec;
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
-#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i)), .exec_lock = SN_LOCK_INITIALIZER(SN_RANK_EXEC)}
+#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i))}
 _Static_assert(SN_MAX_DEVICES == 16 && SN_RANK_DEVICE0 + SN_MAX_DEVICES <= SN_RANK_HANDLES,
                "one initialiser and one lock rank per device");
 static sn_device sn_devs[SN_MAX_DEVICES] = {
@@ -362,8 +362,14 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn
 {
     if (!p || !sn_core_ready)
         return;
+    /* The call site tells a recorded iteration's allocations apart for
+     * the model; once the learned iteration is followed (the profile
+     * complete) nothing asks for it again (the plan binds an iteration's
+     * allocations by step and rank), and the walk is most of what an
+     * allocation costs libsn. */
     uint64_t site = 0;
-    if (kind != SN_KIND_HOST && (owner == SN_OWNER_FRAMEWORK || owner == SN_OWNER_DRIVER))
+    if (kind != SN_KIND_HOST && (owner == SN_OWNER_FRAMEWORK || owner == SN_OWNER_DRIVER) &&
+        !(dev >= 0 && dev < SN_MAX_DEVICES && __atomic_load_n(&sn_devs[dev].profiled, __ATOMIC_ACQUIRE)))
         site = sn_call_site();
     sn_register_exit();
     sn_lock_take(&sn_reg_lock);
@@ -506,9 +512,9 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
         if (owner == SN_OWNER_FRAMEWORK && dev >= 0 && dev < SN_MAX_DEVICES &&
             __atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
-            sn_lock_take(&sn_devs[dev].exec_lock);
+            sn_lock_take(&sn_devs[dev].lock);
             sn_exec_bind_alloc(&sn_devs[dev].exec, size, sn_arena_alloc_block(rec));
-            sn_lock_give(&sn_devs[dev].exec_lock);
+            sn_lock_give(&sn_devs[dev].lock);
         }
         return SN_CORE_SERVED;
     }
@@ -801,20 +807,24 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
     if (!sn_trace_profile_ready(tr, d->step_sig, d->nsig, &per))
         return;
     int again = tr->relearning;
+    if (sn_model_follow(tr) != 0) {
+        /* profiling goes on: the next look (twice as many steps) sees the
+         * log end at another phase of the iteration */
+        sn_info("device %d: an iteration of %zu steps was seen but could not be placed in the log; "
+                "profiling goes on",
+                tr->dev, per.period);
+        return;
+    }
     __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&d->learned, 1, __ATOMIC_RELEASE);
     sn_info("device %d: iteration of %zu steps seen %zu times; profile complete%s", tr->dev, per.period,
             (per.end - per.start) / per.period, again ? " (learned anew)" : "");
-    if (sn_model_follow(tr) != 0) {
-        sn_info("device %d: the iteration could not be placed in the log; recording goes on", tr->dev);
-    } else {
-        if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
-            __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
-        /* manage mode learns the iteration anew when the run leaves it for
-         * good (tracer/sn_trace.h) */
-        if (sn_opt.mode == SN_MODE_MANAGE)
-            tr->relearn_iters = (uint64_t)sn_opt.relearn;
-    }
+    if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
+        __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
+    /* manage mode learns the iteration anew when the run leaves it for
+     * good (tracer/sn_trace.h) */
+    if (sn_opt.mode == SN_MODE_MANAGE)
+        tr->relearn_iters = (uint64_t)sn_opt.relearn;
     sn_profile_reset_locked(d);
 }
 
@@ -930,6 +940,8 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
     return rc == SN_ARENA_OK ? 0 : -1;
 }
 
+static int sn_core_nomem(const sn_call *c, sn_arena *ar, uint64_t need, int all);
+
 static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos, int quiet)
 {
     sn_arena *ar = sn_arena_of(c->dev);
@@ -960,6 +972,13 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
         return 0;
     if (quiet)
         return SN_CORE_NOMEM;
+    return sn_core_nomem(c, ar, need, all);
+}
+
+/* A call that cannot be made resident: says why, as a real call out of
+ * memory fails. */
+static __attribute__((noinline, cold)) int sn_core_nomem(const sn_call *c, sn_arena *ar, uint64_t need, int all)
+{
     sn_manage_stats st;
     sn_arena_stats(ar, &st);
     char ws[32], bud[32];
@@ -998,22 +1017,13 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
  * the call then does not touch. When the call cannot fit that way, it runs
  * as the framework asked. Returns what make_resident returns. */
 static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, const sn_access_uses *u,
-                                 int64_t pos)
+                                 int64_t pos, int algo, uint64_t ws, int supply)
 {
-    int algo = -1, supply = 0;
-    uint64_t ws = 0;
-    sn_lock_take(&d->exec_lock);
-    int change = sn_exec_conv(&d->exec, pos, c->conf, c->algo, &algo, &ws, &supply);
-    sn_lock_give(&d->exec_lock);
-    if (!change)
-        return sn_core_make_resident(c, t, u, pos, 0);
     int changed = algo != c->algo;
     t->conv_pos = pos;
     if (!supply && ws <= c->workspace) {
         t->conv_algo = algo;
-        sn_lock_take(&d->exec_lock);
         sn_exec_conv_note(&d->exec, 1, changed, 0);
-        sn_lock_give(&d->exec_lock);
         return sn_core_make_resident(c, t, u, pos, 0);
     }
     sn_arena *ar = sn_arena_of(c->dev);
@@ -1043,15 +1053,11 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
             t->conv_ws_set = 1;
             t->conv_ws = (void *)addr;
             t->conv_ws_bytes = blk ? ws : 0;
-            sn_lock_take(&d->exec_lock);
             sn_exec_conv_note(&d->exec, 1, changed, blk != NULL);
-            sn_lock_give(&d->exec_lock);
             return 0;
         }
     }
-    sn_lock_take(&d->exec_lock);
     sn_exec_conv_note(&d->exec, 0, changed, 0);
-    sn_lock_give(&d->exec_lock);
     return sn_core_make_resident(c, t, u, pos, 0);
 }
 
@@ -1062,9 +1068,9 @@ int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
     sn_device *d = &sn_devs[c->dev];
     sn_warn_once("device %d: a convolution failed with the algorithm the plan chose for it; it runs the "
                  "framework's from now on", c->dev);
-    sn_lock_take(&d->exec_lock);
+    sn_lock_take(&d->lock);
     sn_exec_conv_failed(&d->exec, t->conv_pos);
-    sn_lock_give(&d->exec_lock);
+    sn_lock_give(&d->lock);
     t->conv_algo = -1;
     if (!t->conv_ws_set)
         return 0; /* its memory is resident: the framework's workspace was used */
@@ -1169,12 +1175,10 @@ static void sn_core_plan_setup(int dev)
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
     /* a plan made before (the iteration was learned anew) is replaced
-     * under the executor's lock: another thread may be consulting it */
-    sn_lock_take(&d->exec_lock);
+     * under the device's lock: another thread may be consulting it */
     int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
                                       st.granularity)
                       : -1;
-    sn_lock_give(&d->exec_lock);
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
     if (rc != 0)
@@ -1185,47 +1189,68 @@ static void sn_core_plan_setup(int dev)
     __atomic_compare_exchange_n(&d->plan_state, &ps, rc == 0 ? 3 : -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* What the plan has due at one call: taken from the executor under the
+ * device's lock (sn_core_plan_due_locked), carried out with no core lock
+ * held (sn_core_plan_moves). */
+enum { SN_DUE_CAP = 256, SN_START_EVENTS = SN_PLAN_ITER_STATS + 1 };
+typedef struct sn_plan_due {
+    void *out[SN_DUE_CAP], *in[SN_DUE_CAP];
+    int drop[SN_DUE_CAP];
+    size_t nout, nin;
+    int start, note;
+    uint64_t boundary, timed;                 /* the iteration start claimed; iteration timed */
+    cudaEvent_t ev_old, ev_last, reuse;
+    /* a convolution's algorithm, when the plan chose one for this step */
+    int conv, conv_algo, conv_supply;
+    uint64_t conv_ws;
+} sn_plan_due;
+
+static void sn_core_plan_due_locked(sn_device *d, int64_t pos, const sn_call *c, sn_plan_due *due)
+{
+    due->note = d->exec.seen_mem != NULL && pos >= 0;
+    due->conv = c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP &&
+                sn_exec_conv(&d->exec, pos, c->conf, c->algo, &due->conv_algo, &due->conv_ws, &due->conv_supply);
+    due->start = 0;
+    if (sn_exec_due_quiet(&d->exec, pos)) {
+        /* (an iteration starts on the other path only) */
+        due->nout = due->nin = 0;
+        return;
+    }
+    sn_exec_due(&d->exec, pos, due->out, due->drop, &due->nout, due->in, &due->nin, SN_DUE_CAP);
+    due->start = sn_exec_claim_start(&d->exec);
+    if (!due->start)
+        return;
+    /* start k: the events at starts k-2 and k-1 time iteration k-2 (when
+     * complete by now; else the report asks again at exit); the slot of
+     * start k - SN_START_EVENTS, long forgotten, is reused */
+    uint64_t b = due->boundary = d->exec.boundaries++;
+    due->ev_old = due->ev_last = NULL;
+    due->timed = UINT64_MAX;
+    if (b >= 2) {
+        due->ev_old = d->exec.start_ev[(b - 2) % SN_START_EVENTS];
+        due->ev_last = d->exec.start_ev[(b - 1) % SN_START_EVENTS];
+        due->timed = b - 2;
+    }
+    due->reuse = d->exec.start_ev[b % SN_START_EVENTS];
+    d->exec.start_ev[b % SN_START_EVENTS] = NULL;
+}
+
 /* The plan's moves due at a call at position pos, started (no core lock
  * held while the arena works). */
-static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
+static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan_due *due)
 {
-    enum { CAP = 256 };
-    void *out[CAP], *in[CAP];
-    int drop[CAP];
-    size_t nout, nin;
     sn_device *d = &sn_devs[dev];
-    sn_lock_take(&d->exec_lock);
-    sn_exec_due(&d->exec, pos, out, drop, &nout, in, &nin, CAP);
-    int start = sn_exec_claim_start(&d->exec);
-    int note = d->exec.seen_mem != NULL && pos >= 0;
-    enum { NEV = SN_PLAN_ITER_STATS + 1 };
-    cudaEvent_t ev_old = NULL, ev_last = NULL, reuse = NULL;
-    uint64_t timed = UINT64_MAX, b = 0;
-    if (start) {
-        /* start k: the events at starts k-2 and k-1 time iteration k-2
-         * (when complete by now; else the report asks again at exit); the
-         * slot of start k - NEV, long forgotten, is reused */
-        b = d->exec.boundaries++;
-        if (b >= 2) {
-            ev_old = d->exec.start_ev[(b - 2) % NEV];
-            ev_last = d->exec.start_ev[(b - 1) % NEV];
-            timed = b - 2;
-        }
-        reuse = d->exec.start_ev[b % NEV];
-        d->exec.start_ev[b % NEV] = NULL;
-    }
-    sn_lock_give(&d->exec_lock);
     sn_arena *ar = sn_arena_of(dev);
     if (!ar)
         return;
-    if (start || note) {
+    if (due->start || due->note) {
         /* once an iteration (or, for SN_PLOT, once a call): the arena's
-         * running totals, taken outside the executor's lock; the events
+         * running totals, taken outside the device's lock; the events
          * with none held */
         float ms = -1.0f;
-        if (ev_old && ev_last && sn_elapsed(ev_old, ev_last, &ms) != 0)
+        if (due->start && due->ev_old && due->ev_last && sn_elapsed(due->ev_old, due->ev_last, &ms) != 0)
             ms = -1.0f;
-        cudaEvent_t now = start ? (reuse ? reuse : sn_event_get(d)) : NULL;
+        cudaEvent_t now = due->start ? (due->reuse ? due->reuse : sn_event_get(d)) : NULL;
         if (now && sn_record(now, stream) != 0) {
             sn_lock_take(&d->lock);
             sn_event_put_locked(d, now);
@@ -1234,23 +1259,25 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream)
         }
         sn_manage_stats st;
         sn_arena_stats(ar, &st);
-        sn_lock_take(&d->exec_lock);
-        if (start) {
+        sn_lock_take(&d->lock);
+        if (due->start) {
             sn_exec_measure(&d->exec, st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes);
-            d->exec.start_ev[b % NEV] = now;
-            if (timed != UINT64_MAX && ms >= 0)
-                sn_exec_iteration_ms(&d->exec, timed, ms);
+            d->exec.start_ev[due->boundary % SN_START_EVENTS] = now;
+            if (due->timed != UINT64_MAX && ms >= 0)
+                sn_exec_iteration_ms(&d->exec, due->timed, ms);
         }
-        if (note)
+        if (due->note)
             sn_exec_note_memory(&d->exec, pos, st.resident_now);
-        sn_lock_give(&d->exec_lock);
+        sn_lock_give(&d->lock);
     }
+    if (!due->nout && !due->nin && !sn_arena_leaving(ar))
+        return;
     int lib = sn_own_work_begin();
     sn_arena_reap(ar, 0);
-    if (nout)
-        sn_arena_offload(ar, out, drop, nout);
-    if (nin)
-        sn_arena_prefetch(ar, in, nin);
+    if (due->nout)
+        sn_arena_offload(ar, (void **)due->out, due->drop, due->nout);
+    if (due->nin)
+        sn_arena_prefetch(ar, (void **)due->in, due->nin);
     sn_own_work_end(lib);
 }
 
@@ -1283,8 +1310,9 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
     sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
                            peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
-    int time_it = 0;
+    int time_it = 0, planned = 0;
     int64_t pos = -1;
+    sn_plan_due due;
     /* One resolution serves both the tracer and the arena: this thread's
      * memo of it while the registry has not changed (no registry lock),
      * else a pass over the registry under its lock, hand over hand with
@@ -1349,6 +1377,11 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
                 sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
             pos = tr->run.position;
             time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
+            /* the plan's step, in the trace's order */
+            if (managing && __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE) == 3) {
+                sn_core_plan_due_locked(d, pos, c, &due);
+                planned = 1;
+            }
         }
         sn_lock_give(&d->lock);
     }
@@ -1360,10 +1393,10 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
         if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             sn_core_plan_setup(c->dev);
-        else if (ps == 3)
-            sn_core_plan_moves(c->dev, pos, c->stream);
-        int rc = ps == 3 && c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP
-                     ? sn_core_conv_resident(d, c, t, &uses, pos)
+        else if (planned)
+            sn_core_plan_moves(c->dev, pos, c->stream, &due);
+        int rc = planned && due.conv
+                     ? sn_core_conv_resident(d, c, t, &uses, pos, due.conv_algo, due.conv_ws, due.conv_supply)
                      : sn_core_make_resident(c, t, &uses, pos, 0);
         if (rc != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
@@ -1675,9 +1708,9 @@ static void sn_finish(int cuda_usable)
             continue;
         uint64_t it[SN_PLAN_ITER_STATS];
         void *from[SN_PLAN_ITER_STATS], *to[SN_PLAN_ITER_STATS];
-        sn_lock_take(&d->exec_lock);
+        sn_lock_take(&d->lock);
         int k = sn_exec_untimed(&d->exec, it, from, to);
-        sn_lock_give(&d->exec_lock);
+        sn_lock_give(&d->lock);
         for (int i = 0; i < k; i++) {
             float ms;
             sn_witness_cuda("cudaEventSynchronize");
@@ -1685,9 +1718,9 @@ static void sn_finish(int cuda_usable)
                 sn_quiet(cudaErrorUnknown);
                 continue;
             }
-            sn_lock_take(&d->exec_lock);
+            sn_lock_take(&d->lock);
             sn_exec_iteration_ms(&d->exec, it[i], ms);
-            sn_lock_give(&d->exec_lock);
+            sn_lock_give(&d->lock);
         }
     }
     /* Other threads may still be running: every device's log is held
@@ -1713,7 +1746,6 @@ static void sn_finish(int cuda_usable)
                  * is of the iteration learned last */
                 sn_trace_relearn_abandon(tr);
                 sn_relearn_events_locked(&sn_devs[dev], tr);
-                sn_lock_take(&sn_devs[dev].exec_lock);
                 if (ex->plans && ex->active) {
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
@@ -1735,13 +1767,12 @@ static void sn_finish(int cuda_usable)
                     ms->plan_algo_up = ex->algo_up;
                     ms->plan_algo_down = ex->algo_down;
                     ms->plan_algo_framework = ex->algo_framework;
-                    ms->plan_algo_calls = ex->algo_calls;
-                    ms->plan_algo_scratch_calls = ex->algo_scratch_calls;
-                    ms->plan_algo_kept = ex->algo_kept;
+                    ms->plan_algo_calls = __atomic_load_n(&ex->algo_calls, __ATOMIC_RELAXED);
+                    ms->plan_algo_scratch_calls = __atomic_load_n(&ex->algo_scratch_calls, __ATOMIC_RELAXED);
+                    ms->plan_algo_kept = __atomic_load_n(&ex->algo_kept, __ATOMIC_RELAXED);
                     ms->plan_resumed = ex->resumed;
                     ms->plans = ex->plans;
                 }
-                sn_lock_give(&sn_devs[dev].exec_lock);
                 ms->plan_off_steps = tr->run.off_sequence;
                 ms->relearn_begun = tr->relearn_begun;
                 ms->relearned = tr->relearned;

@@ -113,12 +113,6 @@ void sn_exec_bind_alloc(sn_exec *ex, uint64_t size, void *block)
     ex->rebound++;
 }
 
-/* The tracer numbers step k 2k and a call before it 2k + 1, which comes
- * first: ordered, they are 4k and 4k - 1. */
-static int64_t sn_exec_order(int64_t pos)
-{
-    return pos & 1 ? 2 * pos - 3 : 2 * pos;
-}
 
 /* The order (sn_exec_order) of each plan step's call. Calls after the
  * iteration's last step get one never reached: their moves start when the
@@ -160,6 +154,25 @@ static int sn_exec_index(sn_exec *ex)
     for (int i = 0; i < pl->nactions; i++)
         ex->act[fill[pl->actions[i].step]++] = i;
     free(fill);
+    /* from each step, the next with moves other than prefetches and the
+     * next with prefetches (nsteps: none): the steps between are passed
+     * without looking (sn_exec_due_quiet) */
+    ex->next_out_step = malloc(((size_t)ex->nsteps + 1) * sizeof *ex->next_out_step);
+    ex->next_pre_step = malloc(((size_t)ex->nsteps + 1) * sizeof *ex->next_pre_step);
+    if (!ex->next_out_step || !ex->next_pre_step)
+        return -1;
+    ex->next_out_step[ex->nsteps] = ex->next_pre_step[ex->nsteps] = ex->nsteps;
+    for (int s = ex->nsteps - 1; s >= 0; s--) {
+        int out = 0, pre = 0;
+        for (int j = ex->act_off[s]; j < ex->act_off[s + 1]; j++) {
+            if (pl->actions[ex->act[j]].op == SN_PLAN_PREFETCH)
+                pre = 1;
+            else
+                out = 1;
+        }
+        ex->next_out_step[s] = out ? s : ex->next_out_step[s + 1];
+        ex->next_pre_step[s] = pre ? s : ex->next_pre_step[s + 1];
+    }
     return 0;
 }
 
@@ -294,10 +307,13 @@ int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *alg
 
 void sn_exec_conv_note(sn_exec *ex, int ran, int changed, int scratch)
 {
+    /* counted with no lock held: atomic, as every change to these counts */
     if (!ran)
-        ex->algo_kept++;
-    ex->algo_calls += ran && changed;
-    ex->algo_scratch_calls += ran && scratch;
+        __atomic_add_fetch(&ex->algo_kept, 1, __ATOMIC_RELAXED);
+    if (ran && changed)
+        __atomic_add_fetch(&ex->algo_calls, 1, __ATOMIC_RELAXED);
+    if (ran && scratch)
+        __atomic_add_fetch(&ex->algo_scratch_calls, 1, __ATOMIC_RELAXED);
 }
 
 void sn_exec_conv_failed(sn_exec *ex, int64_t pos)
@@ -309,8 +325,9 @@ void sn_exec_conv_failed(sn_exec *ex, int64_t pos)
         int changed = ex->conv_algo[p] != ex->conv_fw[p];
         ex->conv_step[pos / 2] = -1;
         ex->algo_failed++;
-        ex->algo_calls -= changed && ex->algo_calls;
-        ex->algo_kept++;
+        if (changed && __atomic_load_n(&ex->algo_calls, __ATOMIC_RELAXED))
+            __atomic_sub_fetch(&ex->algo_calls, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&ex->algo_kept, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -457,6 +474,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         }
         return;
     }
+    pos = sn_exec_order(pos);
     if (ex->off) {
         /* back on it (at an iteration's first step): the moves resume
          * from here, what was passed meanwhile is left to demand */
@@ -464,7 +482,6 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         ex->started = 0;
         ex->resumed++;
     }
-    pos = sn_exec_order(pos);
     if (!ex->started) {
         ex->started = 1;
         /* joined mid-iteration: what lies behind is the demand's */
@@ -492,6 +509,11 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
             if (a->op == SN_PLAN_PREFETCH)
                 sn_exec_add(ex, a, out, drop, nout, in, nin, cap);
         }
+    /* the next calls find nothing due up to these positions */
+    int o = ex->next_off < ex->nsteps ? ex->next_out_step[ex->next_off] : ex->nsteps;
+    int p = ex->next_pre < ex->nsteps ? ex->next_pre_step[ex->next_pre] : ex->nsteps;
+    ex->quiet_off = o < ex->nsteps ? ex->pos[o] : INT64_MAX;
+    ex->quiet_pre = p < ex->nsteps ? ex->pos[p] : INT64_MAX;
 }
 
 void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t out_bytes)
@@ -557,6 +579,8 @@ void sn_exec_free(sn_exec *ex)
     free(ex->pos);
     free(ex->act_off);
     free(ex->act);
+    free(ex->next_out_step);
+    free(ex->next_pre_step);
     free(ex->block);
     free(ex->conv_step);
     free(ex->conv_conf);

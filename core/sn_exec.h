@@ -57,6 +57,8 @@ typedef struct sn_exec {
     int64_t *pos;        /* per plan step: the tracer's position of its call */
     int *act_off;        /* actions of plan step s: act[act_off[s] .. act_off[s + 1]) */
     int *act;
+    int *next_out_step, *next_pre_step; /* per step: the next with offloads or drops / prefetches */
+    int64_t quiet_off, quiet_pre; /* nothing is due before these positions (sn_exec_due_quiet) */
     void **block;        /* per plan tensor: its arena block, NULL when not bound */
     int *born_off, *born_t; /* per plan step: the tensors allocated anew just before it, in order */
     int born_seen;       /* allocations since the latest call on the sequence */
@@ -137,6 +139,28 @@ void sn_exec_conv_note(sn_exec *ex, int ran, int changed, int scratch);
 /* The plan's algorithm failed at position pos: the framework's from now on. */
 void sn_exec_conv_failed(sn_exec *ex, int64_t pos);
 
+
+/* The tracer numbers step k 2k and a call before it 2k + 1, which comes
+ * first: ordered, they are 4k and 4k - 1. */
+static inline int64_t sn_exec_order(int64_t pos)
+{
+    return pos & 1 ? 2 * pos - 3 : 2 * pos;
+}
+
+/* Most calls: further along the same iteration, with nothing due before
+ * the next step that has moves. Returns 1 when so (and takes the call as
+ * the latest), 0 when sn_exec_due must look. */
+static inline int sn_exec_due_quiet(sn_exec *ex, int64_t pos)
+{
+    if (!ex->active || pos < 0 || !ex->started || ex->off)
+        return 0;
+    int64_t o = sn_exec_order(pos);
+    if (o < ex->last_pos || o > ex->quiet_off || o >= ex->quiet_pre)
+        return 0;
+    ex->last_pos = o;
+    ex->born_seen = 0;
+    return 1;
+}
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
  * (drop[i]: contents dead) and to bring in, at most cap of each. The caller

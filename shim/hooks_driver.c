@@ -141,7 +141,7 @@ __attribute__((visibility("hidden"))) void *sn_dlsym_default(void *handle, const
  * dlsym(RTLD_NEXT, ...) of a non-driver name is left alone: the answer
  * depends on the caller (another interposer looking below itself), and
  * libsn cannot ask on its behalf. */
-SN_UNINSTRUMENTED __attribute__((visibility("hidden"))) void *sn_dlsym_route(void *handle, const char *name)
+SN_UNINSTRUMENTED __attribute__((visibility("hidden"), used)) void *sn_dlsym_route(void *handle, const char *name)
 {
     if (!sn_maybe_hooked_name(name))
         return (void *)sn_get_real_dlsym();

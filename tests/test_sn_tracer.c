@@ -735,6 +735,43 @@ static void dynamic_iteration(fake *f, int first, uint64_t *at)
         sn_trace_release(&f->t, *act[i]);
 }
 
+/* A loop with the smallest training iteration: activation forward, the
+ * loss read by the host, activation backward and one more step (an
+ * update) — three steps. The profile looks at the log after 64 steps,
+ * which end one step into an iteration; the iteration must still be
+ * placed (it was not, when the window the passes are looked for in held
+ * three periods only). */
+static void test_model_places_a_three_step_iteration(void **state)
+{
+    (void)state;
+    fake f;
+    sn_trace_init(&f.t, 0);
+    uint32_t a = sn_trace_alloc(&f.t, 0x10000, 1 << 16, 1, 1, 0);
+    uint32_t b = sn_trace_alloc(&f.t, 0x20000, 1 << 16, 1, 1, 0);
+    uint32_t c = sn_trace_alloc(&f.t, 0x30000, 1 << 16, 1, 1, 0);
+    uint32_t ws = sn_trace_alloc(&f.t, 0x40000, 1 << 16, 1, 1, 0);
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL;
+    sn_trace_access fwd[] = {A(a, R), A(b, W | K)};
+    sn_trace_access loss[] = {A(b, R)};
+    sn_trace_access bwd[] = {A(b, R), A(c, R), A(a, R), A(ws, W | K)};
+    sn_trace_access upd[] = {A(a, R), A(b, R), A(c, W | K)};
+    for (int it = 0; it < 21; it++) {
+        call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, fwd, 2);
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, loss, 1);
+        call(&f, SN_OP_ACT_BWD, SN_TC_STEP, 2, bwd, 4);
+        call(&f, SN_OP_GEMM, SN_TC_STEP, 0, upd, 3);
+    }
+    call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, fwd, 2);
+    assert_int_equal(sn_model_follow(&f.t), 0);
+    assert_int_equal(f.t.state, SN_TRACE_FOLLOWING);
+    assert_int_equal(f.t.cursor.period, 3);
+    /* followed from here: the iteration goes on where the log ended */
+    call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, loss, 1);
+    call(&f, SN_OP_ACT_BWD, SN_TC_STEP, 2, bwd, 4);
+    assert_true(f.t.run.position >= 0);
+    sn_trace_destroy(&f.t);
+}
+
 static void test_trace_stops_growing_after_profile(void **state)
 {
     (void)state;
@@ -960,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_model_no_iteration),
         cmocka_unit_test(test_model_one_iteration_is_none),
         cmocka_unit_test(test_model_failed_first_iteration_is_none),
+        cmocka_unit_test(test_model_places_a_three_step_iteration),
         cmocka_unit_test(test_trace_stops_growing_after_profile),
         cmocka_unit_test(test_trace_cap_without_iteration),
         cmocka_unit_test(test_trace_relearns_after_a_batch_change),

@@ -852,11 +852,14 @@ static int sn_locate(sn_ctx *c, sn_where *w)
     size_t P = c->P = per->period;
     if (!sn_forward_and_backward(c, per->end - P, P))
         return 0;
-    /* a window of up to three periods ending with the periodic part (and
+    /* a window of up to four periods ending with the periodic part (and
      * reaching before it into a first iteration that differs: its data
      * flow is as good), with the copies to the host right after its last
-     * step */
-    size_t wl = per->end < 3 * P ? per->end : 3 * P;
+     * step. Four: the log may end anywhere in an iteration, and the pass
+     * the iteration begins with needs a pass before it and its repeat a
+     * period later, all whole (with three, a short iteration cut at the
+     * wrong phase left no such pass) */
+    size_t wl = per->end < 4 * P ? per->end : 4 * P;
     size_t w0 = per->end - wl;
     sn_win win;
     if (sn_win_init(&win, t, c->step_call, w0, (int)wl, per->end < c->n ? c->step_call[per->end] : t->ncalls) != 0)
