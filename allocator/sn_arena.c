@@ -12,8 +12,14 @@
  * for. The blocks being moved are busy meanwhile; another thread that
  * needs one waits on the arena's condition variable.
  *
- * Physical handles are whole blocks: a victim's handle goes straight to a
- * missing block of the same size, or to the cache of free handles; cached
+ * A resident block is mapped from one physical handle of its size when one
+ * is at hand, else from several (up to SN_PIECES) of other sizes: a
+ * victim's handles go straight to missing blocks that lack as much (the
+ * same size first), or to the cache of free handles, whose handles serve
+ * any block that lacks at least their size; what no handle at hand covers
+ * is created. Creating costs far more than mapping (per granule against
+ * per mapping), and a network's blocks come in many sizes: handles kept
+ * to one size were released and made again every iteration. Cached
  * handles are released only when the budget needs their bytes. Freed
  * blocks keep their addresses and mappings and are handed to the next
  * allocation of their size (iterations repeat sizes), so a framework that
@@ -46,10 +52,25 @@
 
 _Static_assert(SN_ARENA_DEVICES == SN_MAX_DEVICES, "one arena per device");
 
+/* The physical memory under a resident block: handles mapped one after
+ * another from its start. One of the block's size when there was one to
+ * take; else handles of other sizes that an idle cache or the blocks sent
+ * away had (cuMemCreate costs about 190 us per 2 MiB granule, a mapping
+ * about 60 us, sim/hostcost.c), with what they lack created last. */
+enum { SN_PIECES = 16 };
+typedef struct sn_piece {
+    CUmemGenericAllocationHandle h;
+    uint64_t size;
+} sn_piece;
+typedef struct sn_backing {
+    int n;
+    sn_piece pc[SN_PIECES];
+} sn_backing;
+
 typedef struct sn_block {
     uintptr_t va;
     uint64_t size;
-    CUmemGenericAllocationHandle handle;  /* valid while resident */
+    sn_backing bk;           /* valid while resident */
     void *host;              /* pinned host copy (size bytes), NULL if none */
     uint64_t last_use;       /* LRU stamp */
     uint64_t mark;           /* stamp of the call collecting it */
@@ -665,8 +686,10 @@ static void sn_unkey_block_locked(sn_arena *ar, sn_block *b)
 
 typedef struct sn_move {
     sn_block *b;
-    CUmemGenericAllocationHandle h;  /* victims: their handle; loads: the handle to map (0: create) */
-    int give;        /* victims: index of the load that takes the handle, -1 none */
+    sn_backing bk;   /* loads: the handles to map (what they lack is created: have < size) */
+    uint64_t have;   /* loads: bytes bk covers */
+    unsigned from_victim; /* loads: bit i: bk.pc[i] is a victim's (else the cache's) */
+    unsigned given;  /* victims: bit i: its piece i goes to a load (else it is released) */
     int copy;        /* victims: copy out first; loads: copy in */
     int fresh;       /* loads: contents dead or undefined: nothing copied in */
     cudaEvent_t ev;  /* loads: recorded after its copy in (the block's own event) */
@@ -680,6 +703,7 @@ typedef struct sn_moves {
     int fence;                   /* in-flight work may touch a victim */
     int drain;                   /* a victim's own copy out may still be running */
     int prefetch;                /* loads for the plan: no consumer waits now */
+    uint64_t created, created_bytes, released_bytes; /* physical handles made and given back */
     void *streams[SN_ARENA_MAX_STREAMS];
     int nstreams, overflow;
 } sn_moves;
@@ -700,16 +724,49 @@ static void sn_moves_free(sn_moves *p)
     free(p->release);
 }
 
-/* Takes a cached handle of exactly size bytes; 0 if none. */
-static CUmemGenericAllocationHandle sn_hcache_take_locked(sn_arena *ar, uint64_t size)
+/* Adds piece pc to a load's handles. */
+static void sn_load_add(sn_move *m, sn_piece pc, int from_victim)
 {
-    for (size_t i = 0; i < ar->nh; i++)
-        if (ar->hcache[i].size == size) {
-            CUmemGenericAllocationHandle h = ar->hcache[i].h;
-            ar->hcache[i] = ar->hcache[--ar->nh];
-            return h;
+    if (from_victim)
+        m->from_victim |= 1u << m->bk.n;
+    m->bk.pc[m->bk.n++] = pc;
+    m->have += pc.size;
+}
+
+/* Whether a load can take a piece of size bytes: it lacks at least that
+ * much, and a slot stays free for what must be created unless the piece
+ * completes it. */
+static int sn_load_fits(const sn_move *m, uint64_t size)
+{
+    uint64_t lack = m->b->size - m->have;
+    return size <= lack && (m->bk.n < SN_PIECES - 1 || (m->bk.n < SN_PIECES && size == lack));
+}
+
+/* Takes cached handles for what a load lacks: one of exactly that size,
+ * else the largest that fit, each in turn. Returns the bytes it still
+ * lacks (to be created). */
+static uint64_t sn_load_from_cache_locked(sn_arena *ar, sn_move *m)
+{
+    while (m->have < m->b->size) {
+        uint64_t lack = m->b->size - m->have;
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < ar->nh; i++) {
+            uint64_t sz = ar->hcache[i].size;
+            if (!sn_load_fits(m, sz))
+                continue;
+            if (sz == lack) {
+                best = i;
+                break;
+            }
+            if (best == SIZE_MAX || sz > ar->hcache[best].size)
+                best = i;
         }
-    return 0;
+        if (best == SIZE_MAX)
+            break;
+        sn_load_add(m, (sn_piece){ar->hcache[best].h, ar->hcache[best].size}, 0);
+        ar->hcache[best] = ar->hcache[--ar->nh];
+    }
+    return m->b->size - m->have;
 }
 
 static int sn_hcache_put_locked(sn_arena *ar, uint64_t size, CUmemGenericAllocationHandle h)
@@ -930,33 +987,36 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
         if (sn_push(&p->victims, &p->nvictims, &p->cap_victims, sizeof *p->victims) != 0)
             return -1;
         sn_move *m = &p->victims[p->nvictims - 1];
-        *m = (sn_move){victim, victim->handle, -1, copy, predicted, NULL};
+        *m = (sn_move){.b = victim, .bk = victim->bk, .copy = copy, .fresh = predicted};
         victim->busy = 1;
         if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
             p->fence = 1;
         if (victim->leaving || victim->host_pending)
             p->drain = 1;
-        /* a load of the same size takes the handle as it is */
-        for (size_t j = 0; j < p->nloads; j++) {
-            sn_move *l = &p->loads[j];
-            if (!l->h && l->b->size == victim->size) {
-                int taken = 0;
-                for (size_t k = 0; k + 1 < p->nvictims && !taken; k++)
-                    taken = p->victims[k].give == (int)j;
-                if (!taken) {
-                    m->give = (int)j;
+        /* its handles go to loads that lack as much (the same size first);
+         * the others are released for their bytes */
+        for (int k = 0; k < victim->bk.n; k++) {
+            sn_piece pc = victim->bk.pc[k];
+            size_t to = SIZE_MAX;
+            for (size_t j = 0; j < p->nloads; j++) {
+                sn_move *l = &p->loads[j];
+                if (!sn_load_fits(l, pc.size))
+                    continue;
+                if (to == SIZE_MAX || l->b->size - l->have == pc.size)
+                    to = j;
+                if (l->b->size - l->have == pc.size)
                     break;
-                }
+            }
+            if (to != SIZE_MAX) {
+                sn_load_add(&p->loads[to], pc, 1);
+                m->given |= 1u << k;
+                want -= pc.size;
+            } else {
+                ar->phys_bytes -= pc.size;
+                avail += pc.size;
             }
         }
-        if (m->give < 0) {
-            ar->phys_bytes -= victim->size;
-            avail += victim->size;
-        } else {
-            /* the load it feeds needed no new bytes after all */
-            want -= victim->size;
-            *wantp = want;
-        }
+        *wantp = want;
         ar->resident_bytes -= victim->size;
     }
     return 0;
@@ -969,6 +1029,43 @@ static void sn_unpin_all(void *const *blocks, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         sn_unpin(blocks[i]);
+}
+
+/* Unmaps the pieces mapped so far (the first n) and releases them all:
+ * a load that cannot be mapped gives its memory up (its bytes leave the
+ * account in sn_loads_done_locked). */
+static void sn_backing_release(sn_backing *bk, uintptr_t va_or_0, int mapped)
+{
+    uint64_t off = 0;
+    for (int k = 0; k < mapped; k++) {
+        SN_REAL(cuMemUnmap)((CUdeviceptr)(va_or_0 + off), bk->pc[k].size);
+        off += bk->pc[k].size;
+    }
+    for (int k = 0; k < bk->n; k++) {
+        sn_witness_cuda("cuMemRelease");
+        SN_REAL(cuMemRelease)(bk->pc[k].h);
+    }
+    bk->n = 0;
+}
+
+/* Maps a block's pieces one after another from va and opens the whole
+ * range to the device. On failure, everything is given up. */
+static int sn_backing_map(sn_arena *ar, uintptr_t va, sn_backing *bk)
+{
+    uint64_t off = 0;
+    for (int k = 0; k < bk->n; k++) {
+        sn_witness_cuda("cuMemMap");
+        if (SN_REAL(cuMemMap)((CUdeviceptr)(va + off), bk->pc[k].size, 0, bk->pc[k].h, 0) != CUDA_SUCCESS) {
+            sn_backing_release(bk, va, k);
+            return -1;
+        }
+        off += bk->pc[k].size;
+    }
+    if (SN_REAL(cuMemSetAccess)((CUdeviceptr)va, off, &ar->access, 1) != CUDA_SUCCESS) {
+        sn_backing_release(bk, va, bk->n);
+        return -1;
+    }
+    return 0;
 }
 
 /* Carries out a plan with no lock held. Returns 0, or -1 when a handle
@@ -1053,11 +1150,13 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             sn_lock_give(&ar->lock);
         }
         for (size_t i = 0; i < p->nvictims; i++) {
-            sn_move *m = &p->victims[i];
-            sn_witness_cuda("cuMemUnmap");
-            SN_REAL(cuMemUnmap)((CUdeviceptr)m->b->va, m->b->size);
-            if (m->give >= 0)
-                p->loads[m->give].h = m->h;
+            const sn_move *m = &p->victims[i];
+            uint64_t off = 0;
+            for (int k = 0; k < m->bk.n; k++) {
+                sn_witness_cuda("cuMemUnmap");
+                SN_REAL(cuMemUnmap)((CUdeviceptr)(m->b->va + off), m->bk.pc[k].size);
+                off += m->bk.pc[k].size;
+            }
         }
         sn_lock_take(&ar->lock);
         for (size_t i = 0; i < p->nvictims; i++) {
@@ -1086,7 +1185,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             b->dirty = 0;
             b->resident = 0;
             b->busy = 0;
-            b->handle = 0;
+            b->bk.n = 0;
             if (b->load_ev) {
                 sn_arena_event_put_locked(ar, b->load_ev);
                 b->load_ev = NULL;
@@ -1099,9 +1198,14 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         sn_lock_give(&ar->lock);
         /* the victims' handles no load takes were evicted for their bytes:
          * released (their bytes already left the account) */
-        for (size_t i = 0; i < p->nvictims; i++)
-            if (p->victims[i].give < 0 && p->victims[i].h)
-                SN_REAL(cuMemRelease)(p->victims[i].h);
+        for (size_t i = 0; i < p->nvictims; i++) {
+            const sn_move *m = &p->victims[i];
+            for (int k = 0; k < m->bk.n; k++)
+                if (!(m->given & (1u << k))) {
+                    sn_witness_cuda("cuMemRelease");
+                    SN_REAL(cuMemRelease)(m->bk.pc[k].h);
+                }
+        }
     }
     for (size_t i = 0; i < p->nrelease; i++) {
         sn_witness_cuda("cuMemRelease");
@@ -1124,23 +1228,24 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             m->fresh = 2;
             continue;
         }
-        if (!m->h) {
+        if (m->have < b->size) {
+            /* what no handle at hand covers */
+            CUmemGenericAllocationHandle h = 0;
+            uint64_t lack = b->size - m->have;
             sn_witness_cuda("cuMemCreate");
-            CUresult crc = SN_REAL(cuMemCreate)(&m->h, b->size, &ar->prop, 0);
+            CUresult crc = SN_REAL(cuMemCreate)(&h, lack, &ar->prop, 0);
             if (crc != CUDA_SUCCESS) {
                 sn_debug("device %d: cuMemCreate(%llu) failed (%d); %llu bytes held", ar->dev,
-                         (unsigned long long)b->size, (int)crc, (unsigned long long)ar->phys_bytes);
-                m->h = 0;
+                         (unsigned long long)lack, (int)crc, (unsigned long long)ar->phys_bytes);
+                sn_backing_release(&m->bk, b->va, 0);
                 failed = 1;
                 continue;
             }
+            sn_load_add(m, (sn_piece){h, lack}, 0);
+            p->created++;
+            p->created_bytes += lack;
         }
-        sn_witness_cuda("cuMemMap");
-        if (SN_REAL(cuMemMap)((CUdeviceptr)b->va, b->size, 0, m->h, 0) != CUDA_SUCCESS ||
-            SN_REAL(cuMemSetAccess)((CUdeviceptr)b->va, b->size, &ar->access, 1) != CUDA_SUCCESS) {
-            SN_REAL(cuMemUnmap)((CUdeviceptr)b->va, b->size);
-            SN_REAL(cuMemRelease)(m->h);
-            m->h = 0;
+        if (sn_backing_map(ar, b->va, &m->bk) != 0) {
             failed = 1;
             continue;
         }
@@ -1248,19 +1353,35 @@ static int sn_predicted_dead_locked(const sn_block *b)
     return sn_opt.predicted_dead && !b->shared && sn_predict_dead(&b->pred);
 }
 
+/* Files a backing's pieces (but those in skip) in the cache; one that
+ * cannot be filed is released (its bytes leave the account). */
+static void sn_pieces_to_cache_locked(sn_arena *ar, sn_backing *bk, unsigned skip)
+{
+    for (int k = 0; k < bk->n; k++) {
+        if (skip & (1u << k))
+            continue;
+        if (sn_hcache_put_locked(ar, bk->pc[k].size, bk->pc[k].h) != 0) {
+            ar->phys_bytes -= bk->pc[k].size;
+            SN_REAL(cuMemRelease)(bk->pc[k].h);
+        }
+    }
+    bk->n = 0;
+}
+
 /* sn_make_room_locked found too little: gives back what it took (released
  * cached handles stay released). */
 static void sn_moves_undo_locked(sn_arena *ar, sn_moves *p)
 {
+    /* the cache's handles go back to it; a victim's never left the victim */
     for (size_t i = 0; i < p->nloads; i++)
-        if (p->loads[i].h)
-            sn_hcache_put_locked(ar, p->loads[i].b->size, p->loads[i].h);
+        sn_pieces_to_cache_locked(ar, &p->loads[i].bk, p->loads[i].from_victim);
     for (size_t i = 0; i < p->nvictims; i++) {
         sn_block *b = p->victims[i].b;
         b->busy = 0;
         ar->resident_bytes += b->size;
-        if (p->victims[i].give < 0)
-            ar->phys_bytes += b->size;
+        for (int k = 0; k < p->victims[i].bk.n; k++)
+            if (!(p->victims[i].given & (1u << k)))
+                ar->phys_bytes += p->victims[i].bk.pc[k].size;
         if (p->victims[i].copy && !b->host)
             sn_stage_unreserve_locked(&ar->stage, b->size);
     }
@@ -1293,6 +1414,8 @@ static void sn_moves_reserve_locked(sn_arena *ar, sn_moves *p, uint64_t want)
  * block could not be mapped. */
 static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
 {
+    ar->st.handles_created += p->created;
+    ar->st.handles_created_bytes += p->created_bytes;
     if (p->prefetch)
         stream = SN_NOBODY;
     int lost = 0;
@@ -1302,19 +1425,18 @@ static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
         b->busy = 0;
         if (m->fresh == 2) {
             /* the test switch's block: claimed resident, never mapped */
-            if (m->h)
-                sn_hcache_put_locked(ar, b->size, m->h);
+            sn_pieces_to_cache_locked(ar, &m->bk, 0);
             b->resident = 1;
             continue;
         }
-        if (!m->h) {
+        if (!m->bk.n) {
             /* not mapped: give back what was reserved for it */
             ar->resident_bytes -= b->size;
             ar->phys_bytes -= b->size;
             lost = 1;
             continue;
         }
-        b->handle = m->h;
+        b->bk = m->bk;
         b->resident = 1;
         b->load_stamp = ar->clock;
         if (m->copy) {
@@ -1515,11 +1637,10 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                 break;
             sn_move *m = &p.loads[p.nloads - 1];
             int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
-            *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid && !dead, !b->host_valid || dead, NULL};
+            *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead};
             if (dead && b->host_valid)
                 ar->st.dead_loads++;
-            if (!m->h)
-                want += b->size;
+            want += sn_load_from_cache_locked(ar, m);
         }
         if (sn_make_room_locked(ar, &p, &want) != 0) {
             /* not enough can leave now: undo, and wait for other threads'
@@ -2181,8 +2302,13 @@ void sn_arena_reap(sn_arena *ar, int wait)
             sn_arena_quiet(rc);
         }
         if (done[i]) {
-            sn_witness_cuda("cuMemUnmap");
-            SN_REAL(cuMemUnmap)((CUdeviceptr)go[i]->va, go[i]->size);
+            /* (busy: its pieces are this thread's to read) */
+            uint64_t off = 0;
+            for (int k = 0; k < go[i]->bk.n; k++) {
+                sn_witness_cuda("cuMemUnmap");
+                SN_REAL(cuMemUnmap)((CUdeviceptr)(go[i]->va + off), go[i]->bk.pc[k].size);
+                off += go[i]->bk.pc[k].size;
+            }
         }
     }
     sn_lock_take(&ar->lock);
@@ -2203,11 +2329,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
         b->resident = 0;
         ar->resident_bytes -= b->size;
         ar->st.evictions++;
-        if (sn_hcache_put_locked(ar, b->size, b->handle) != 0) {
-            ar->phys_bytes -= b->size;
-            SN_REAL(cuMemRelease)(b->handle);
-        }
-        b->handle = 0;
+        sn_pieces_to_cache_locked(ar, &b->bk, 0);
         if (b->load_ev) {
             sn_arena_event_put_locked(ar, b->load_ev);
             b->load_ev = NULL;
@@ -2247,9 +2369,8 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
             break;
         b->mark = ar->clock;
         sn_move *m = &p.loads[p.nloads - 1];
-        *m = (sn_move){b, sn_hcache_take_locked(ar, b->size), -1, b->host_valid, !b->host_valid, NULL};
-        if (!m->h)
-            want += b->size;
+        *m = (sn_move){.b = b, .copy = b->host_valid, .fresh = !b->host_valid};
+        want += sn_load_from_cache_locked(ar, m);
     }
     if (!p.nloads || sn_make_room_locked(ar, &p, &want) != 0) {
         if (p.nloads) {
@@ -2270,7 +2391,7 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
     sn_loads_done_locked(ar, &p, NULL);
     size_t started = 0;
     for (size_t i = 0; i < p.nloads; i++)
-        if (p.loads[i].h && p.loads[i].copy) {
+        if (p.loads[i].bk.n && p.loads[i].copy) {
             started++;
             ar->st.plan_prefetches++;
             ar->st.plan_prefetch_bytes += p.loads[i].b->size;

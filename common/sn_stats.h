@@ -41,6 +41,7 @@ typedef struct sn_manage_stats {
     uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
     uint64_t resident_now;               /* bytes mapped when the stats were taken */
     uint64_t peak_physical;              /* most bytes of physical handles (mapped + cached) */
+    uint64_t handles_created, handles_created_bytes; /* physical handles made (cuMemCreate) */
     uint64_t peak_allocated;             /* most bytes the framework had allocated at once */
     uint64_t rounding;                   /* bytes lost to granule rounding at the peak of allocation */
     uint64_t largest_need;               /* the largest working set a call needed resident */

@@ -120,8 +120,10 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
     if (s->passed)
         fprintf(f, "  left to CUDA       %llu allocations (%.1f MiB): managed or stream-ordered, not moved by libsn\n",
                 (unsigned long long)s->passed, mib(s->passed_bytes));
-    fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles; library memory kept resident %.1f MiB\n",
-            mib(s->peak_resident), mib(s->peak_physical), mib(s->pinned_library));
+    fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles (%llu made, %.1f MiB); library "
+               "memory kept resident %.1f MiB\n",
+            mib(s->peak_resident), mib(s->peak_physical), (unsigned long long)s->handles_created,
+            mib(s->handles_created_bytes), mib(s->pinned_library));
     fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
             (unsigned long long)s->swap_in, mib(s->swap_in_bytes), (unsigned long long)s->swap_out,
             mib(s->swap_out_bytes), mib(s->host_peak));
@@ -464,7 +466,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
         return;
     fprintf(f, "\"manage\":{\"backing\":\"%s\",\"budget\":%llu,\"granularity\":%llu,\"host_limit\":%llu,"
                "\"allocs\":%llu,\"alloc_bytes\":%llu,\"passed\":%llu,\"passed_bytes\":%llu,\"peak_allocated\":%llu,\"rounding\":%llu,"
-               "\"peak_resident\":%llu,\"peak_physical\":%llu,\"library_resident\":%llu,"
+               "\"peak_resident\":%llu,\"peak_physical\":%llu,\"handles_created\":%llu,\"handles_created_bytes\":%llu,"
+               "\"library_resident\":%llu,"
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
                "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
@@ -478,6 +481,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->passed, (unsigned long long)s->passed_bytes,
             (unsigned long long)s->peak_allocated, (unsigned long long)s->rounding,
             (unsigned long long)s->peak_resident, (unsigned long long)s->peak_physical,
+            (unsigned long long)s->handles_created, (unsigned long long)s->handles_created_bytes,
             (unsigned long long)s->pinned_library, (unsigned long long)s->swap_in,
             (unsigned long long)s->swap_in_bytes, (unsigned long long)s->swap_out,
             (unsigned long long)s->swap_out_bytes, (unsigned long long)s->host_peak,
