@@ -651,4 +651,19 @@ static void print_stats(void)
         simgpu_log("  peak device memory %.1f MiB (in use at exit %.1f MiB)", s.peak_bytes / 1048576.0,
                    s.used_bytes / 1048576.0);
     }
+    static const char *const names[SIM_HOST_OP_COUNT] = {
+        [SIM_HOST_MALLOC] = "malloc", [SIM_HOST_FREE] = "free", [SIM_HOST_PIN] = "pin",
+        [SIM_HOST_UNPIN] = "unpin", [SIM_HOST_VMM_CREATE] = "create", [SIM_HOST_VMM_RELEASE] = "release",
+        [SIM_HOST_VMM_RESERVE] = "reserve", [SIM_HOST_VMM_ADDRESS_FREE] = "address-free",
+        [SIM_HOST_VMM_MAP] = "map", [SIM_HOST_VMM_SET_ACCESS] = "set-access", [SIM_HOST_VMM_UNMAP] = "unmap",
+    };
+    pthread_mutex_lock(&g_sim.lock);
+    simgpu_log("host: memory-management calls (calls, ms), and waits for the device in their synchronisations:");
+    for (int op = 0; op < SIM_HOST_OP_COUNT; op++)
+        if (g_sim.host_op_calls[op])
+            simgpu_log("  %-12s %10llu %12.3f", names[op], (unsigned long long)g_sim.host_op_calls[op],
+                       g_sim.host_op_ns[op] / 1e6);
+    simgpu_log("  %-12s %10llu %12.3f", "device-wait", (unsigned long long)g_sim.host_syncs,
+               g_sim.host_sync_wait_ns / 1e6);
+    pthread_mutex_unlock(&g_sim.lock);
 }

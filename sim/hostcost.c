@@ -85,7 +85,13 @@ uint64_t sim_host_cost_ns(enum sim_host_op op, size_t bytes, size_t mappings)
     return (uint64_t)(c->fixed_ns + c->unit_ns * units_of(c->unit, bytes, mappings) + 0.5);
 }
 
+_Static_assert(SIM_HOST_OP_COUNT <= sizeof g_sim.host_op_ns / sizeof g_sim.host_op_ns[0],
+               "one counter per host operation");
+
 void sim_host_charge_locked(enum sim_host_op op, size_t bytes, size_t mappings)
 {
-    g_sim.host_now += sim_host_cost_ns(op, bytes, mappings);
+    uint64_t ns = sim_host_cost_ns(op, bytes, mappings);
+    g_sim.host_now += ns;
+    g_sim.host_op_ns[op] += ns;
+    g_sim.host_op_calls[op]++;
 }

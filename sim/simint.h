@@ -114,6 +114,9 @@ struct simgpu_global {
     int initialised;              /* cuInit has run (read and written atomically) */
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
+    /* SIMGPU_STATS: host time charged per memory-management call kind, and
+     * host time spent waiting for a device in their implicit synchronisations */
+    uint64_t host_op_ns[16], host_op_calls[16], host_sync_wait_ns, host_syncs;
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
     uint64_t fault_at, allocs;    /* SIMGPU_FAULT_ALLOC: fail allocation number fault_at */
     int fault_repeat;             /* ... and every one after it ("N+") */

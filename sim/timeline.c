@@ -74,7 +74,11 @@ void sim_host_call_locked(void)
 
 void sim_host_sync_device_locked(struct simgpu_device *d)
 {
-    host_advance_locked(sim_device_done_locked(d->index));
+    uint64_t done = sim_device_done_locked(d->index);
+    g_sim.host_syncs++;
+    if (done > g_sim.host_now)
+        g_sim.host_sync_wait_ns += done - g_sim.host_now;
+    host_advance_locked(done);
     sim_pool_release_completed_locked(d);
 }
 
