@@ -27,7 +27,7 @@ unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
 export SN_HOST_LIMIT=64G
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ITERS=${ITERS:-14}
+ITERS=${ITERS:-28}
 POLICIES=(lru auto vdnn-all vdnn-conv vdnn-dyn superneurons modnn pooch dymem)
 rows=(
     "VGG-16 b64|--net vgg --depth 16 --batch 64|"
@@ -83,7 +83,9 @@ trains() { # args...: 0 when the run completes
     echo "steady-state ms per iteration (mean of the last three), its ratio to the ideal"
     echo "(higher is better, 1.00 = no cost), and GB copied in/out per iteration (\"no plan\": lru,"
     echo "or no plan made). The first iterations are the profile and the prediction's warm-up"
-    echo "(drops of dead contents need iterations in a row that agree): the steady state comes later."
+    echo "(drops of dead contents need iterations in a row that agree), and under auto the"
+    echo "measurement of its candidate plans, each followed in turn (SN_CANDIDATES): the steady"
+    echo "state comes later."
     echo "Without libsn none of these rows trains on the 12 GB device."
     echo
     printf '| run | ideal ms (peak) |'

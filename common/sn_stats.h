@@ -91,6 +91,11 @@ typedef struct sn_manage_stats {
     uint64_t plan_algo_scratch_calls;    /* of those, with workspace from libsn's scratch */
     uint64_t plan_algo_kept;             /* calls left with the framework's algorithm (no scratch then) */
     uint64_t plan_resumed;               /* times the plan resumed at an iteration's first step after that */
+    /* auto's candidate plans, each followed for a while and one iteration
+     * of it measured: predicted and measured ms (-1: not measured), and
+     * the one kept (index) */
+    int plan_trials, plan_trial_kept;
+    double plan_trial_pred[4], plan_trial_ms[4];
     uint64_t plan_off_steps;             /* steps off the learned sequence */
     /* learning the iteration anew (the run stayed off the learned one) */
     uint64_t relearn_begun;              /* re-learnings begun */

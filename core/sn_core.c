@@ -72,6 +72,8 @@ typedef struct sn_device {
      * residency only); exec under the device's lock, its step cursor
      * advanced in the same hold as the trace's, so in the same order */
     int plan_state;
+    int plan_rank;            /* which of auto's candidates the next plan is (-1: a first plan, whose
+                                 candidates are then measured in turn); under the lock */
     uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
     sn_exec exec;
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
@@ -819,8 +821,10 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
     __atomic_store_n(&d->learned, 1, __ATOMIC_RELEASE);
     sn_info("device %d: iteration of %zu steps seen %zu times; profile complete%s", tr->dev, per.period,
             (per.end - per.start) / per.period, again ? " (learned anew)" : "");
-    if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU)
+    if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU) {
+        d->plan_rank = -1;
         __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
+    }
     /* manage mode learns the iteration anew when the run leaves it for
      * good (tracer/sn_trace.h) */
     if (sn_opt.mode == SN_MODE_MANAGE)
@@ -1176,9 +1180,22 @@ static void sn_core_plan_setup(int dev)
     sn_lock_take(&d->lock);
     /* a plan made before (the iteration was learned anew) is replaced
      * under the device's lock: another thread may be consulting it */
+    int rank = d->plan_rank;
     int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
-                                      st.granularity)
+                                      st.granularity, rank)
                       : -1;
+    if (rc != 0 && rank != -1 && rank != 0 && d->trace) {
+        /* the candidate is gone (it should not be): auto's own choice,
+         * and no more trials */
+        d->plan_rank = 0;
+        rc = sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
+                           st.granularity, 0);
+        d->exec.trial.done = 1;
+    }
+    if (rc == 0 && d->exec.trial.n > 1)
+        sn_info("device %d: candidate plan %d of %d%s (predicted %.3f ms per iteration)", dev, d->exec.trial.rank + 1,
+                d->exec.trial.n, d->exec.trial.done ? ", the fastest measured, kept" : ", to be measured",
+                d->exec.predicted_ms);
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
     if (rc != 0)
@@ -1263,8 +1280,16 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         if (due->start) {
             sn_exec_measure(&d->exec, st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes);
             d->exec.start_ev[due->boundary % SN_START_EVENTS] = now;
-            if (due->timed != UINT64_MAX && ms >= 0)
+            if (due->timed != UINT64_MAX && ms >= 0) {
                 sn_exec_iteration_ms(&d->exec, due->timed, ms);
+                /* auto's candidates, measured in turn: the next one (or
+                 * the fastest, at the end) is made at the next call */
+                int next = sn_exec_trial_next(&d->exec, due->timed, ms);
+                int ps = 3;
+                if (next >= 0 && __atomic_compare_exchange_n(&d->plan_state, &ps, 1, 0, __ATOMIC_ACQ_REL,
+                                                             __ATOMIC_ACQUIRE))
+                    d->plan_rank = next;
+            }
         }
         if (due->note)
             sn_exec_note_memory(&d->exec, pos, st.resident_now);
@@ -1771,6 +1796,12 @@ static void sn_finish(int cuda_usable)
                     ms->plan_algo_scratch_calls = __atomic_load_n(&ex->algo_scratch_calls, __ATOMIC_RELAXED);
                     ms->plan_algo_kept = __atomic_load_n(&ex->algo_kept, __ATOMIC_RELAXED);
                     ms->plan_resumed = ex->resumed;
+                    ms->plan_trials = ex->trial.n;
+                    ms->plan_trial_kept = ex->trial.done ? ex->trial.best : ex->trial.rank;
+                    for (int r = 0; r < ex->trial.n && r < 4; r++) {
+                        ms->plan_trial_pred[r] = ex->trial.pred[r];
+                        ms->plan_trial_ms[r] = ex->trial.ms[r];
+                    }
                     ms->plans = ex->plans;
                 }
                 ms->plan_off_steps = tr->run.off_sequence;

@@ -5,6 +5,7 @@
  */
 #include "core/sn_exec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,9 +332,40 @@ void sn_exec_conv_failed(sn_exec *ex, int64_t pos)
     }
 }
 
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule)
+int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms)
 {
+    if (!ex->active || ex->trial.done || ex->trial.n <= 1 || iteration <= ex->trial.from)
+        return -1;
+    /* A plan's first iteration moves tensors to where it wants them, and
+     * the first plan's next ones still learn which contents are dead: a
+     * candidate is measured once two iterations in a row agree within 1%
+     * (the later), or at its sixth. */
+    int settled = iteration > ex->trial.from + 1 && ex->trial.prev_iter + 1 == iteration &&
+                  fabs(ms - ex->trial.prev_ms) <= 0.01 * ms;
+    ex->trial.prev_iter = iteration;
+    ex->trial.prev_ms = ms;
+    if (!settled && iteration < ex->trial.from + SN_EXEC_TRIAL_MAX_ITERS)
+        return -1;
+    ex->trial.ms[ex->trial.rank] = ms;
+    if (ex->trial.rank + 1 < ex->trial.n)
+        return ex->trial.rank + 1;
+    ex->trial.done = 1;
+    int best = 0;
+    for (int r = 1; r < ex->trial.n; r++)
+        if (ex->trial.ms[r] < ex->trial.ms[best])
+            best = r;
+    ex->trial.best = best;
+    return best == ex->trial.rank ? -1 : best;
+}
+
+int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
+                  uint64_t budget, uint64_t granule, int rank)
+{
+    /* -1: a first plan for the iteration learned, whose candidates are
+     * then measured; else the candidate of that rank */
+    int fresh = rank < 0;
+    if (fresh)
+        rank = 0;
     sn_exec_free(ex);
     ex->policy = policy;
     ex->workspace = workspace;
@@ -355,10 +387,13 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
     if (fw_ms)
         sn_exec_restrict(&pm, &ps, workspace, fw_ms);
-    int made = fw_ms && sn_plan_make(&pm, policy, budget, &ex->plan) == 0;
+    /* a candidate after the first is of the model the first was made on */
+    int rank_fw = rank > 0 && ex->trial.framework;
+    const sn_plan_trials_cfg cfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};
+    int made = fw_ms && sn_plan_make_ranked(&pm, policy, budget, &cfg, rank_fw ? 0 : rank, &ex->plan) == 0;
     int options = ps.options;
     if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
-        (ps.options > 0 || ps.virtual_ws > 0)) {
+        (ps.options > 0 || ps.virtual_ws > 0) && (rank == 0 || rank_fw)) {
         /* auto's own safety net for the algorithms: the best plan that
          * keeps the framework's algorithms and buffers (as keep runs),
          * followed instead when it is predicted better */
@@ -368,12 +403,12 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
             sn_exec_fit_to_arena(&ks, &km, granule);
-            if (sn_plan_make(&km, policy, budget, &kp) == 0) {
+            if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking
                  * (by memory) already chose among the framework's
                  * algorithms and the others */
-                if (a->feasible && (!b->feasible || a->iter_ms < b->iter_ms)) {
+                if (rank_fw || (a->feasible && (!b->feasible || a->iter_ms < b->iter_ms))) {
                     sn_plan_free(&ex->plan);
                     ex->plan = kp;
                     kp = (sn_plan){0};
@@ -407,6 +442,20 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         }
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
+        if (fresh) {
+            /* a first plan: its candidates are to be measured */
+            ex->trial.n = ex->plan.ncandidates > 1 ? ex->plan.ncandidates : 1;
+            ex->trial.rank = 0;
+            ex->trial.done = ex->trial.n <= 1;
+            ex->trial.best = 0;
+            ex->trial.framework = ex->algo_framework;
+            for (int r = 0; r < SN_PLAN_TRIALS; r++) {
+                ex->trial.ms[r] = -1;
+                ex->trial.pred[r] = r < ex->trial.n ? ex->plan.candidate_ms[r] : -1;
+            }
+        }
+        ex->trial.rank = rank;
+        ex->trial.from = ex->boundaries;
         ex->plans++;
         rc = 0;
         sn_info("device %d: plan of %s for %d steps under %llu bytes: %d moves; %d tensors bound, %d left to "
@@ -609,4 +658,10 @@ void sn_exec_free(sn_exec *ex)
     ex->last_in = keep.last_in;
     ex->last_out = keep.last_out;
     ex->last_off = keep.last_off;
+    ex->trial = keep.trial;
+    /* convolutions run otherwise than the framework asked: the whole run's */
+    ex->algo_calls = keep.algo_calls;
+    ex->algo_scratch_calls = keep.algo_scratch_calls;
+    ex->algo_kept = keep.algo_kept;
+    ex->algo_failed = keep.algo_failed;
 }

@@ -49,6 +49,8 @@
 #include "policy/sn_plan.h"
 #include "tracer/sn_trace.h"
 
+_Static_assert(SN_PLAN_TRIALS == 4, "common/sn_stats.h reports four candidates");
+
 typedef struct sn_exec {
     int active;
     int policy;
@@ -104,7 +106,17 @@ typedef struct sn_exec {
     char *conv_supply;
     int algo_steps, algo_up, algo_down; /* steps with a choice; planned faster, slower */
     int algo_framework;     /* auto: the plan keeping the framework's algorithms predicted better */
-    uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed;
+    uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed; /* the run's (kept by sn_exec_build) */
+    /* auto's candidates measured (kept by sn_exec_build): each is followed
+     * from iteration start `from` until its iteration time settles, then
+     * the fastest measured is made again and kept */
+    struct sn_exec_trials {
+        int n, rank, done, best;
+        int framework;         /* made on the model keeping the framework's algorithms */
+        uint64_t from, prev_iter;
+        double prev_ms;
+        double ms[SN_PLAN_TRIALS], pred[SN_PLAN_TRIALS]; /* measured (-1: not yet), predicted */
+    } trial;
     /* the whole run, every plan made (kept by sn_exec_build) */
     uint64_t plans;          /* plans made */
     uint64_t iterations_all; /* iterations a plan was followed in */
@@ -122,7 +134,16 @@ typedef struct sn_exec {
  * demand residency only). granule: the arena's physical granule (0: sizes
  * as asked). */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule);
+                  uint64_t budget, uint64_t granule, int rank);
+/* rank: -1 for the first plan of an iteration learned (auto's candidates
+ * are then measured in turn), else which of auto's candidates to follow. */
+
+/* Iteration `iteration` (numbered by the start it began at) took ms on the
+ * device. While auto's candidate plans are measured, returns the rank of
+ * the plan to make next (the next candidate, or at the end the fastest
+ * measured when it is not the one followed), else -1. */
+int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms);
+#define SN_EXEC_TRIAL_MAX_ITERS 6
 
 /* The plan's algorithm for a convolution call at position pos of
  * configuration conf that the framework runs with algorithm fw: 1 with

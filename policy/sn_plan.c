@@ -82,15 +82,38 @@ static int plan_once(const sn_pol *P, const sn_plan_model *m, int policy, uint64
  */
 int sn_plan_make(const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out)
 {
+    return sn_plan_make_ranked(m, policy, budget, NULL, 0, out);
+}
+
+int sn_plan_make_ranked(const sn_plan_model *m, int policy, uint64_t budget, const sn_plan_trials_cfg *cfg, int rank,
+                        sn_plan *out)
+{
     if (!out)
         return -1;
     memset(out, 0, sizeof *out);
-    if (!model_ok(m) || policy < SN_POLICY_AUTO || policy > SN_POLICY_DYMEM)
+    if (!model_ok(m) || policy < SN_POLICY_AUTO || policy > SN_POLICY_DYMEM || rank < 0 ||
+        (rank > 0 && policy != SN_POLICY_AUTO))
         return -1;
     sn_pol P;
     if (sn_pol_init(&P, m, budget) < 0)
         return -1;
+    sn_pol_trials trials = {.n = 1, .found = rank == 0};
+    P.auto_rank = rank;
+    P.trials_cfg = cfg ? *cfg : (sn_plan_trials_cfg){1, 0.0};
+    P.trials = &trials;
     int rc = plan_once(&P, m, policy, budget, out);
+    if (rc == 0 && !trials.found) {
+        sn_plan_free(out);
+        rc = -1;
+    }
+    if (rc == 0) {
+        out->rank = rank;
+        out->ncandidates = trials.n;
+        for (int i = 0; i < trials.n; i++)
+            out->candidate_ms[i] = trials.ms[i];
+        if (policy != SN_POLICY_AUTO)
+            out->candidate_ms[0] = out->predicted.iter_ms;
+    }
     if (rc == 0 && !out->predicted.feasible && leaves_freeing_to_framework(policy)) {
         sn_plan live;
         P.framework_liveness = 1;

@@ -130,6 +130,8 @@ typedef struct sn_plan_timeline {
     const char *why;     /* the first violation in words, NULL when feasible */
 } sn_plan_timeline;
 
+enum { SN_PLAN_TRIALS = 4 };
+
 typedef struct sn_plan {
     int policy;          /* SN_POLICY_* */
     uint64_t budget;
@@ -140,13 +142,30 @@ typedef struct sn_plan {
     int framework_liveness; /* a seed policy planned again with the liveness drops
                                its authors' frameworks made (sn_plan.c) */
     sn_plan_timeline predicted;
+    /* auto: the plans worth measuring, best predicted first (rank 0, the
+     * plan auto makes; the others as sn_plan_trials_cfg says), their
+     * predictions, and which of them this plan is */
+    int rank, ncandidates;
+    double candidate_ms[SN_PLAN_TRIALS];
 } sn_plan;
+
+/* Which of auto's plans are worth measuring: at most max (1 to
+ * SN_PLAN_TRIALS) predicted within slack (a fraction) of its best. */
+typedef struct sn_plan_trials_cfg {
+    int max;
+    double slack;
+} sn_plan_trials_cfg;
 
 /* Makes the plan of the given policy for m under budget; fills
  * out->predicted with sn_plan_simulate. Returns 0, or -1 on invalid input or
  * out of memory (out is then empty). A budget the policy cannot meet is not
  * an error: the plan says so (predicted.feasible = 0). */
 int sn_plan_make(const sn_plan_model *m, int policy, uint64_t budget, sn_plan *out);
+/* The same, for auto the rank-th of its candidates as cfg picks them (0:
+ * its own choice; -1 when there is no such candidate; cfg NULL: rank 0
+ * only). Other policies have rank 0 only. */
+int sn_plan_make_ranked(const sn_plan_model *m, int policy, uint64_t budget, const sn_plan_trials_cfg *cfg, int rank,
+                        sn_plan *out);
 void sn_plan_free(sn_plan *p);
 
 /* Predicts the steady-state iteration of plan p on model m (two iterations

@@ -38,7 +38,18 @@ typedef struct sn_pol {
      * freed a tensor between its last read and its next overwrite
      * (sn_plan_make sets it when their plan as made does not fit) */
     int framework_liveness;
+    /* auto: which of its candidates to hand back (0: its own choice), and
+     * where to say what they were (may be NULL) */
+    int auto_rank;
+    sn_plan_trials_cfg trials_cfg;
+    struct sn_pol_trials *trials;
 } sn_pol;
+
+typedef struct sn_pol_trials {
+    int n;                              /* candidates worth measuring, rank 0 first */
+    double ms[SN_PLAN_TRIALS];          /* their predicted iteration times */
+    int found;                          /* the rank asked for exists */
+} sn_pol_trials;
 
 int sn_pol_init(sn_pol *P, const sn_plan_model *m, uint64_t budget);
 void sn_pol_fini(sn_pol *P);

@@ -12,6 +12,7 @@
  */
 #include "policy/sn_policy.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,11 +237,35 @@ out:
     return rc;
 }
 
+/* One plan auto may hand back. */
+typedef struct candidate {
+    sn_pol_acts acts;
+    int *algo;
+    double ms;           /* predicted iteration time; infinite when it does not fit */
+} candidate;
+
+enum { MAX_CANDIDATES = 2 * 8 + 3 };
+
+static int candidate_new(const sn_pol *P, candidate *c)
+{
+    c->acts = (sn_pol_acts){0};
+    c->ms = INFINITY;
+    c->algo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *c->algo);
+    return c->algo ? 0 : -1;
+}
+
 int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
 {
-    sn_plan_timeline own;
-    if (sn_policy_auto_own(P, A, algo, &own) < 0)
+    candidate c[MAX_CANDIDATES];
+    int nc = 0, best = 0, rc = -1;
+    sn_plan_timeline tl;
+    if (candidate_new(P, &c[0]) < 0)
         return -1;
+    nc = 1;
+    if (sn_policy_auto_own(P, &c[0].acts, c[0].algo, &tl) < 0)
+        goto out;
+    if (tl.feasible)
+        c[0].ms = tl.iter_ms;
     /* The safety net: every seed policy's plan is simulated too, and one
      * that the timeline predicts strictly faster (and feasible) replaces
      * libsn's own. This is what auto means — the best plan libsn knows for
@@ -250,51 +275,86 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     static const int seeds[] = {SN_POLICY_LRU,          SN_POLICY_VDNN_ALL, SN_POLICY_VDNN_CONV,
                                 SN_POLICY_VDNN_DYN,     SN_POLICY_SUPERNEURONS,
                                 SN_POLICY_MODNN,        SN_POLICY_POOCH,    SN_POLICY_DYMEM};
-    int *sa = malloc((size_t)P->ns * sizeof *sa);
-    if (!sa)
-        return -1;
-    int rc = 0;
     /* each seed also with the liveness sn_plan_make may add to it */
     sn_pol live = *P;
     live.framework_liveness = 1;
-    for (size_t k = 0; k < 2 * (sizeof seeds / sizeof *seeds) && rc == 0; k++) {
+    for (size_t k = 0; k < 2 * (sizeof seeds / sizeof *seeds); k++) {
         const sn_pol *Q = k & 1 ? &live : P;
         size_t i = k / 2;
         if ((k & 1) && (seeds[i] == SN_POLICY_LRU || seeds[i] == SN_POLICY_SUPERNEURONS))
             continue;
-        sn_pol_acts S = {0};
-        sn_plan_timeline tl;
-        if (sn_policy_run(Q, seeds[i], &S, sa) < 0 || sn_pol_eval(P, &S, sa, P->budget, &tl, NULL) < 0) {
-            rc = -1;
-        } else if (tl.feasible && (!own.feasible || tl.iter_ms < own.iter_ms)) {
-            sn_pol_acts_free(A);
-            *A = S;
-            S = (sn_pol_acts){0};
-            memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
-            own = tl;
-        }
-        sn_pol_acts_free(&S);
+        candidate *x = &c[nc];
+        if (candidate_new(P, x) < 0)
+            goto out;
+        nc++;
+        if (sn_policy_run(Q, seeds[i], &x->acts, x->algo) < 0 || sn_pol_eval(P, &x->acts, x->algo, P->budget, &tl, NULL) < 0)
+            goto out;
+        if (tl.feasible)
+            x->ms = tl.iter_ms;
+        if (x->ms < c[best].ms)
+            best = nc - 1;
     }
     /* Moving nothing, when that fits and is predicted no slower: every move
      * costs host time the timeline leaves out (mapping, unmapping, events),
      * and a drop of dead contents saves nothing when memory is ample. First
      * with the algorithms chosen (faster ones where the framework's were
      * not the fastest), then with the framework's own. */
-    sn_pol_acts none = {0};
-    sn_plan_timeline tl;
-    for (int k = 0; k < 2 && rc == 0; k++) {
+    for (int k = 0; k < 2; k++) {
+        candidate *x = &c[nc];
+        if (candidate_new(P, x) < 0)
+            goto out;
+        nc++;
         if (k == 0)
-            memcpy(sa, algo, (size_t)P->ns * sizeof *sa);
+            memcpy(x->algo, c[best].algo, (size_t)P->ns * sizeof *x->algo);
         else
-            sn_pol_algo_framework(P, sa);
-        if (sn_pol_eval(P, &none, sa, P->budget, &tl, NULL) == 0 && tl.feasible &&
-            tl.iter_ms <= own.iter_ms + 1e-9) {
-            sn_pol_acts_free(A);
-            *A = none;
-            memcpy(algo, sa, (size_t)P->ns * sizeof *algo);
-            own = tl;
-        }
+            sn_pol_algo_framework(P, x->algo);
+        if (sn_pol_eval(P, &x->acts, x->algo, P->budget, &tl, NULL) == 0 && tl.feasible)
+            x->ms = tl.iter_ms;
+        if (isfinite(x->ms) && x->ms <= c[best].ms + 1e-9)
+            best = nc - 1;
     }
-    free(sa);
+    /* The candidates worth measuring: auto's choice, then the next fastest
+     * predicted within the slack asked for (one of each prediction:
+     * equal predictions are, in all likelihood, equal plans). The executor
+     * runs each for an iteration and keeps the fastest measured: the
+     * timeline leaves out host work (mapping, creating handles, the
+     * waits when room is made), and the plans it ranks within a few
+     * percent it cannot tell apart. */
+    int order[SN_PLAN_TRIALS];
+    int n = 1;
+    order[0] = best;
+    int most = P->trials_cfg.max < SN_PLAN_TRIALS ? P->trials_cfg.max : SN_PLAN_TRIALS;
+    while (n < most && isfinite(c[best].ms)) {
+        int next = -1;
+        for (int i = 0; i < nc; i++) {
+            if (!isfinite(c[i].ms) || c[i].ms > c[best].ms * (1.0 + P->trials_cfg.slack))
+                continue;
+            int dup = 0;
+            for (int j = 0; j < n && !dup; j++)
+                dup = fabs(c[i].ms - c[order[j]].ms) <= 1e-9 * (c[i].ms > 1.0 ? c[i].ms : 1.0);
+            if (!dup && (next < 0 || c[i].ms < c[next].ms))
+                next = i;
+        }
+        if (next < 0)
+            break;
+        order[n++] = next;
+    }
+    if (P->trials) {
+        P->trials->n = n;
+        for (int j = 0; j < n; j++)
+            P->trials->ms[j] = isfinite(c[order[j]].ms) ? c[order[j]].ms : -1.0; /* -1: does not fit */
+        P->trials->found = P->auto_rank >= 0 && P->auto_rank < n;
+    }
+    int pick = P->auto_rank >= 0 && P->auto_rank < n ? order[P->auto_rank] : best;
+    sn_pol_acts_free(A);
+    *A = c[pick].acts;
+    c[pick].acts = (sn_pol_acts){0};
+    memcpy(algo, c[pick].algo, (size_t)P->ns * sizeof *algo);
+    rc = 0;
+out:
+    for (int i = 0; i < nc; i++) {
+        sn_pol_acts_free(&c[i].acts);
+        free(c[i].algo);
+    }
     return rc;
 }

@@ -299,3 +299,37 @@ if [ -z "${SANITIZE:-}" ]; then
          grep -qE '^ +learned anew +1 times of 1 begun' '$tmp/op.txt' &&
          grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt'"
 fi
+
+# auto's candidate plans: with the slack wide open a small ResNet has
+# several; each is followed in turn (tensors move between plans), one
+# iteration of each measured, and the fastest measured kept; the run stays
+# bit-identical. SN_CANDIDATES=1 follows auto's prediction alone.
+cand=(--net resnet --depth 20 --input 32 --batch 16 --width 8 --iters 40)
+"$trainer" "${cand[@]}" >"$tmp/cand.plain" 2>&1
+cpeak=$(peak_of "${cand[@]}")
+SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand.json" LD_PRELOAD="$SN_PRELOAD" \
+    "$trainer" "${cand[@]}" >"$tmp/cand.out" 2>&1
+rc=$?
+cmp -s <(learned "$tmp/cand.plain") <(learned "$tmp/cand.out")
+same=$?
+read -r ncand measured kept best plans <<<"$(python3 - "$tmp/cand.json" <<'PY'
+import json, sys
+try:
+    p = json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]
+    c = p["candidates"]
+    ms = [x["measured_ms"] for x in c]
+    print(len(c), sum(m > 0 for m in ms), p["candidate_kept"], min(range(len(ms)), key=lambda i: ms[i]), p["plans"])
+except Exception:
+    print("0 0 -1 -2 0")
+PY
+)"
+echo "# candidates: $ncand, measured $measured, kept $kept (fastest measured: $best), $plans plans"
+check "auto's candidates: each followed and measured, the fastest kept, bit-identical" \
+    "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$ncand' -ge 2 ] && [ '$measured' = '$ncand' ] && [ '$kept' = '$best' ] &&
+     [ '$plans' -ge '$ncand' ]"
+SN_CANDIDATES=1 SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand1.json" LD_PRELOAD="$SN_PRELOAD" \
+    "$trainer" "${cand[@]}" >/dev/null 2>&1
+check "SN_CANDIDATES=1: auto's prediction alone, one plan" \
+    "python3 -c 'import json,sys
+p = json.load(open(sys.argv[1]))[\"devices\"][0][\"manage\"][\"plan\"]
+sys.exit(0 if len(p[\"candidates\"]) == 1 and p[\"plans\"] == 1 else 1)' '$tmp/cand1.json'"

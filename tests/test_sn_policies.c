@@ -819,6 +819,50 @@ static void test_auto_safety_net(void **state)
     sn_plan_free(&lru);
 }
 
+/* auto's candidates on tiny at 21 MB: its choice (lru's plan, 11.89 ms)
+ * first, then the next fastest predicted within 10% with a prediction of
+ * their own (its own plan, 12.74 ms, among them); each can be made by
+ * rank, and nothing past the last. */
+static void test_auto_candidates(void **state)
+{
+    (void)state;
+    const sn_plan_trials_cfg cfg = {SN_PLAN_TRIALS, 0.10};
+    sn_plan p;
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &cfg, 0, &p), 0);
+    assert_int_equal(p.rank, 0);
+    sn_plan lru = make(&tiny, SN_POLICY_LRU, 21);
+    expect_actions(&p, lru.actions, lru.nactions);
+    sn_plan_free(&lru);
+    assert_true(p.ncandidates >= 2 && p.ncandidates <= SN_PLAN_TRIALS);
+    near(p.candidate_ms[0], 11.89);
+    int own = 0;
+    for (int r = 1; r < p.ncandidates; r++) {
+        assert_true(p.candidate_ms[r] > p.candidate_ms[r - 1]);
+        assert_true(p.candidate_ms[r] <= p.candidate_ms[0] * 1.10);
+        own |= fabs(p.candidate_ms[r] - 12.74) < 0.005;
+        sn_plan q;
+        assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &cfg, r, &q), 0);
+        assert_int_equal(q.rank, r);
+        near(q.predicted.iter_ms, p.candidate_ms[r]);
+        sn_plan_free(&q);
+    }
+    assert_true(own);
+    sn_plan q;
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &cfg, p.ncandidates, &q), -1);
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_LRU, 21 * MB, &cfg, 1, &q), -1);
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &cfg, -1, &q), -1);
+    /* one candidate asked for, or none within the slack: auto's choice alone */
+    const sn_plan_trials_cfg one = {1, 0.10}, tight = {SN_PLAN_TRIALS, 0.0};
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &one, 0, &q), 0);
+    assert_int_equal(q.ncandidates, 1);
+    sn_plan_free(&q);
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &tight, 0, &q), 0);
+    assert_int_equal(q.ncandidates, 1);
+    sn_plan_free(&q);
+    assert_int_equal(sn_plan_make_ranked(&tiny, SN_POLICY_AUTO, 21 * MB, &one, 1, &q), -1);
+    sn_plan_free(&p);
+}
+
 /* ---- algorithm choice ------------------------------------------------------------------- */
 
 static void expect_pair_algo(const sn_plan *p, int fwd, int bwd)
@@ -1116,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_modnn),         cmocka_unit_test(test_pooch),
         cmocka_unit_test(test_dymem),         cmocka_unit_test(test_auto_net4),
         cmocka_unit_test(test_auto_res),      cmocka_unit_test(test_auto_safety_net),
+        cmocka_unit_test(test_auto_candidates),
         cmocka_unit_test(test_algo_upgrade),  cmocka_unit_test(test_algo_downgrade),
         cmocka_unit_test(test_algo_infeasible),
         cmocka_unit_test(test_normalize),

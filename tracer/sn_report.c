@@ -10,6 +10,7 @@
 #include "tracer/sn_output.h"
 #include "tracer/sn_planmodel.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,18 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                 sn_option_choice("SN_POLICY", s->plan_policy),
                 s->plan_liveness ? " (with the liveness drops of its framework)" : "",
                 (unsigned long long)s->plan_iterations, last, s->plan_predicted_ms);
+    if (s->plan_trials > 1) {
+        fprintf(f, "  candidates         %d plans auto predicted within %d%% of its best, each followed and one "
+                   "iteration measured (predicted -> measured ms):",
+                s->plan_trials, (int)sn_opt.candidate_slack);
+        for (int r = 0; r < s->plan_trials && r < 4; r++) {
+            if (s->plan_trial_ms[r] >= 0)
+                fprintf(f, "%s %.3f -> %.3f", r ? "," : "", s->plan_trial_pred[r], s->plan_trial_ms[r]);
+            else
+                fprintf(f, "%s %.3f -> not measured", r ? "," : "", s->plan_trial_pred[r]);
+        }
+        fprintf(f, "; following candidate %d\n", s->plan_trial_kept + 1);
+    }
     if (s->plan_left)
         fprintf(f, "  off the plan       %llu times the run left the learned sequence, %llu steps off it (demand "
                    "residency only meanwhile); the plan resumed %llu times at an iteration's first step\n",
@@ -496,14 +509,14 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->algo_searches, (unsigned long long)s->algo_search_failed,
             (unsigned long long)s->search_peak, (unsigned long long)s->scratch_peak,
             (unsigned long long)s->relearn_begun, (unsigned long long)s->relearned);
-    if (s->has_plan)
+    if (s->has_plan) {
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
                    "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"algo_steps\":%d,\"algo_up\":%d,"
                    "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
                    "\"algo_kept\":%llu,\"resumed\":%llu,\"off_steps\":%llu,\"plans\":%llu,\"iterations_last\":%llu,"
                    "\"bad_step\":%d,\"why\":%s%s%s,\"predicted_stall_ms\":%.6f,\"rebound\":%llu,"
-                   "\"per_iteration\":[",
+                   "\"candidate_kept\":%d,\"candidates\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
@@ -517,8 +530,12 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plans, (unsigned long long)s->plan_iterations_last, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
-                (unsigned long long)s->plan_rebound);
-    if (s->has_plan) {
+                (unsigned long long)s->plan_rebound, s->plan_trial_kept);
+        for (int r = 0; r < s->plan_trials && r < 4; r++)
+            fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f}", r ? "," : "",
+                    isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,
+                    isfinite(s->plan_trial_ms[r]) ? s->plan_trial_ms[r] : -1.0);
+        fprintf(f, "],\"per_iteration\":[");
         for (int i = 0; i < s->plan_niter; i++) {
             const sn_plan_iter_stats *h = &s->plan_iter[i];
             fprintf(f, "%s{\"iteration\":%llu,\"ms\":%.6f,\"stall_ms\":%.6f,\"in_bytes\":%llu,\"out_bytes\":%llu,"
