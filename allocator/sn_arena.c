@@ -703,7 +703,7 @@ typedef struct sn_moves {
     int fence;                   /* in-flight work may touch a victim */
     int drain;                   /* a victim's own copy out may still be running */
     int prefetch;                /* loads for the plan: no consumer waits now */
-    uint64_t created, created_bytes, released_bytes; /* physical handles made and given back */
+    uint64_t created, created_bytes; /* physical handles made */
     void *streams[SN_ARENA_MAX_STREAMS];
     int nstreams, overflow;
 } sn_moves;
@@ -1031,16 +1031,23 @@ static void sn_unpin_all(void *const *blocks, size_t n)
         sn_unpin(blocks[i]);
 }
 
-/* Unmaps the pieces mapped so far (the first n) and releases them all:
- * a load that cannot be mapped gives its memory up (its bytes leave the
- * account in sn_loads_done_locked). */
-static void sn_backing_release(sn_backing *bk, uintptr_t va_or_0, int mapped)
+/* Unmaps the first n pieces of a backing mapped from va, one mapping each. */
+static void sn_backing_unmap(const sn_backing *bk, uintptr_t va, int n)
 {
     uint64_t off = 0;
-    for (int k = 0; k < mapped; k++) {
-        SN_REAL(cuMemUnmap)((CUdeviceptr)(va_or_0 + off), bk->pc[k].size);
+    for (int k = 0; k < n; k++) {
+        sn_witness_cuda("cuMemUnmap");
+        SN_REAL(cuMemUnmap)((CUdeviceptr)(va + off), bk->pc[k].size);
         off += bk->pc[k].size;
     }
+}
+
+/* Unmaps the pieces mapped so far (the first `mapped`) and releases them
+ * all: a load that cannot be mapped gives its memory up (its bytes leave
+ * the account in sn_loads_done_locked). */
+static void sn_backing_release(sn_backing *bk, uintptr_t va, int mapped)
+{
+    sn_backing_unmap(bk, va, mapped);
     for (int k = 0; k < bk->n; k++) {
         sn_witness_cuda("cuMemRelease");
         SN_REAL(cuMemRelease)(bk->pc[k].h);
@@ -1149,15 +1156,8 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             sn_timing_put_locked(ar, out1);
             sn_lock_give(&ar->lock);
         }
-        for (size_t i = 0; i < p->nvictims; i++) {
-            const sn_move *m = &p->victims[i];
-            uint64_t off = 0;
-            for (int k = 0; k < m->bk.n; k++) {
-                sn_witness_cuda("cuMemUnmap");
-                SN_REAL(cuMemUnmap)((CUdeviceptr)(m->b->va + off), m->bk.pc[k].size);
-                off += m->bk.pc[k].size;
-            }
-        }
+        for (size_t i = 0; i < p->nvictims; i++)
+            sn_backing_unmap(&p->victims[i].bk, p->victims[i].b->va, p->victims[i].bk.n);
         sn_lock_take(&ar->lock);
         for (size_t i = 0; i < p->nvictims; i++) {
             sn_move *m = &p->victims[i];
@@ -2303,12 +2303,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
         }
         if (done[i]) {
             /* (busy: its pieces are this thread's to read) */
-            uint64_t off = 0;
-            for (int k = 0; k < go[i]->bk.n; k++) {
-                sn_witness_cuda("cuMemUnmap");
-                SN_REAL(cuMemUnmap)((CUdeviceptr)(go[i]->va + off), go[i]->bk.pc[k].size);
-                off += go[i]->bk.pc[k].size;
-            }
+            sn_backing_unmap(&go[i]->bk, go[i]->va, go[i]->bk.n);
         }
     }
     sn_lock_take(&ar->lock);

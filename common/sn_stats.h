@@ -18,6 +18,8 @@ typedef struct sn_plan_iter_stats {
 } sn_plan_iter_stats;
 
 enum { SN_PLAN_ITER_STATS = 32 };
+/* auto's candidate plans reported (policy/sn_plan.h's SN_PLAN_TRIALS) */
+enum { SN_STATS_CANDIDATES = 4 };
 
 typedef struct sn_manage_stats {
     int active;                  /* manage mode ran on this device */
@@ -95,7 +97,7 @@ typedef struct sn_manage_stats {
      * of it measured: predicted and measured ms (-1: not measured), and
      * the one kept (index) */
     int plan_trials, plan_trial_kept;
-    double plan_trial_pred[4], plan_trial_ms[4];
+    double plan_trial_pred[SN_STATS_CANDIDATES], plan_trial_ms[SN_STATS_CANDIDATES];
     uint64_t plan_off_steps;             /* steps off the learned sequence */
     /* learning the iteration anew (the run stayed off the learned one) */
     uint64_t relearn_begun;              /* re-learnings begun */

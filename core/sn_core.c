@@ -1184,7 +1184,7 @@ static void sn_core_plan_setup(int dev)
     int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
                                       st.granularity, rank)
                       : -1;
-    if (rc != 0 && rank != -1 && rank != 0 && d->trace) {
+    if (rc != 0 && rank > 0 && d->trace) {
         /* the candidate is gone (it should not be): auto's own choice,
          * and no more trials */
         d->plan_rank = 0;
@@ -1798,7 +1798,7 @@ static void sn_finish(int cuda_usable)
                     ms->plan_resumed = ex->resumed;
                     ms->plan_trials = ex->trial.n;
                     ms->plan_trial_kept = ex->trial.done ? ex->trial.best : ex->trial.rank;
-                    for (int r = 0; r < ex->trial.n && r < 4; r++) {
+                    for (int r = 0; r < ex->trial.n; r++) {
                         ms->plan_trial_pred[r] = ex->trial.pred[r];
                         ms->plan_trial_ms[r] = ex->trial.ms[r];
                     }

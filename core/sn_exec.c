@@ -387,10 +387,11 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
     if (fw_ms)
         sn_exec_restrict(&pm, &ps, workspace, fw_ms);
-    /* a candidate after the first is of the model the first was made on */
+    /* a candidate after the first is of the model the first was made on:
+     * on the one keeping the framework's algorithms, it is made below */
     int rank_fw = rank > 0 && ex->trial.framework;
     const sn_plan_trials_cfg cfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};
-    int made = fw_ms && sn_plan_make_ranked(&pm, policy, budget, &cfg, rank_fw ? 0 : rank, &ex->plan) == 0;
+    int made = fw_ms && (rank_fw || sn_plan_make_ranked(&pm, policy, budget, &cfg, rank, &ex->plan) == 0);
     int options = ps.options;
     if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
         (ps.options > 0 || ps.virtual_ws > 0) && (rank == 0 || rank_fw)) {
@@ -400,6 +401,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_plan_model km;
         sn_planmodel_store ks;
         sn_plan kp;
+        int switched = 0;
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
             sn_exec_fit_to_arena(&ks, &km, granule);
@@ -419,11 +421,14 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
                     for (int s = 0; s < pm.nsteps; s++)
                         fw_ms[s] = pm.step[s].ms;
                     ex->algo_framework = 1;
+                    switched = 1;
                 }
                 sn_plan_free(&kp);
             }
             sn_planmodel_free(&ks);
         }
+        if (rank_fw && !switched)
+            made = 0;
     }
     ex->block = calloc((size_t)pm.ntensors + 1, sizeof *ex->block);
     if (ex->block && made && sn_exec_positions(ex, &m, &ps) == 0 && sn_exec_index(ex) == 0 &&

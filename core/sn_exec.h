@@ -49,7 +49,7 @@
 #include "policy/sn_plan.h"
 #include "tracer/sn_trace.h"
 
-_Static_assert(SN_PLAN_TRIALS == 4, "common/sn_stats.h reports four candidates");
+_Static_assert((int)SN_PLAN_TRIALS == (int)SN_STATS_CANDIDATES, "the report holds every candidate");
 
 typedef struct sn_exec {
     int active;
@@ -132,17 +132,18 @@ typedef struct sn_exec {
  * registry's and the device's locks (the trace's log is read), and ex's.
  * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
  * demand residency only). granule: the arena's physical granule (0: sizes
- * as asked). */
+ * as asked). rank: -1 for the first plan of an iteration learned (auto's
+ * candidates are then measured in turn), else which of auto's candidates
+ * to follow. */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
                   uint64_t budget, uint64_t granule, int rank);
-/* rank: -1 for the first plan of an iteration learned (auto's candidates
- * are then measured in turn), else which of auto's candidates to follow. */
 
 /* Iteration `iteration` (numbered by the start it began at) took ms on the
  * device. While auto's candidate plans are measured, returns the rank of
  * the plan to make next (the next candidate, or at the end the fastest
  * measured when it is not the one followed), else -1. */
 int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms);
+/* ... measured at the latest at this iteration of its own */
 #define SN_EXEC_TRIAL_MAX_ITERS 6
 
 /* The plan's algorithm for a convolution call at position pos of

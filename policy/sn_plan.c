@@ -106,14 +106,6 @@ int sn_plan_make_ranked(const sn_plan_model *m, int policy, uint64_t budget, con
         sn_plan_free(out);
         rc = -1;
     }
-    if (rc == 0) {
-        out->rank = rank;
-        out->ncandidates = trials.n;
-        for (int i = 0; i < trials.n; i++)
-            out->candidate_ms[i] = trials.ms[i];
-        if (policy != SN_POLICY_AUTO)
-            out->candidate_ms[0] = out->predicted.iter_ms;
-    }
     if (rc == 0 && !out->predicted.feasible && leaves_freeing_to_framework(policy)) {
         sn_plan live;
         P.framework_liveness = 1;
@@ -125,6 +117,15 @@ int sn_plan_make_ranked(const sn_plan_model *m, int policy, uint64_t budget, con
                 sn_plan_free(&live);
             }
         }
+    }
+    if (rc == 0) {
+        /* (of the plan handed back: auto's candidates, or the one plan) */
+        out->rank = rank;
+        out->ncandidates = trials.n;
+        for (int i = 0; i < trials.n; i++)
+            out->candidate_ms[i] = trials.ms[i];
+        if (policy != SN_POLICY_AUTO)
+            out->candidate_ms[0] = out->predicted.iter_ms;
     }
     sn_pol_fini(&P);
     return rc;

@@ -179,7 +179,7 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  candidates         %d plans auto predicted within %d%% of its best, each followed and one "
                    "iteration measured (predicted -> measured ms):",
                 s->plan_trials, (int)sn_opt.candidate_slack);
-        for (int r = 0; r < s->plan_trials && r < 4; r++) {
+        for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++) {
             if (s->plan_trial_ms[r] >= 0)
                 fprintf(f, "%s %.3f -> %.3f", r ? "," : "", s->plan_trial_pred[r], s->plan_trial_ms[r]);
             else
@@ -531,7 +531,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
                 (unsigned long long)s->plan_rebound, s->plan_trial_kept);
-        for (int r = 0; r < s->plan_trials && r < 4; r++)
+        for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++)
             fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f}", r ? "," : "",
                     isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,
                     isfinite(s->plan_trial_ms[r]) ? s->plan_trial_ms[r] : -1.0);
