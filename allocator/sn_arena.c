@@ -1502,10 +1502,13 @@ static void sn_ticket_free(sn_arena_ticket *t)
     t->nblocks = 0;
 }
 
+static sn_block *sn_scratch_ready_locked(sn_arena *ar, void *stream, uint64_t bytes);
+
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need)
+                     uint64_t scratch, void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need)
 {
     t->ar = ar;
+    t->scratch_va = 0;
     t->blocks = t->small;
     t->nblocks = 0;
     t->linked = 0;
@@ -1525,6 +1528,16 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         /* 1. the blocks: what the call touches, the handle's own memory
          * (every call on it may read and write it), or everything */
         int got = 0;  /* 1: one is busy, -1: out of memory */
+        if (scratch) {
+            sn_block *b = sn_scratch_ready_locked(ar, stream, scratch);
+            if (!b) {
+                sn_lock_give(&ar->lock);
+                sn_ticket_free(t);
+                return SN_ARENA_NO_SCRATCH;
+            }
+            t->scratch_va = b->va;
+            got = sn_collect_locked(ar, b, SN_OVERWRITE, 0, UINT64_MAX, t, &cap);
+        }
         if (all) {
             /* libsn's scratch is no framework call's to touch */
             for (size_t i = 0; i < ar->nblocks && !got; i++)
@@ -1866,7 +1879,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE, 0, UINT64_MAX};
     sn_arena_ticket t;
     uint64_t need;
-    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, NULL, -1, &t, &need);
+    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, 0, NULL, -1, &t, &need);
     if (rc != SN_ARENA_OK) {
         sn_arena_free(a);
         return SN_ARENA_NOMEM;
@@ -1964,6 +1977,16 @@ static int sn_scratch_slot_locked(sn_arena *ar, void *stream, int create)
             empty = i;
     }
     return create ? empty : -1;
+}
+
+/* The stream's scratch block when it serves runs and holds bytes. */
+static sn_block *sn_scratch_ready_locked(sn_arena *ar, void *stream, uint64_t bytes)
+{
+    int slot = sn_scratch_slot_locked(ar, stream, 0);
+    if (slot < 0 || ar->scratch[slot].search)
+        return NULL;
+    sn_block *b = ar->scratch[slot].b;
+    return b->size >= sn_round_up(bytes, ar->gran) ? b : NULL;
 }
 
 /* Takes the stream's block out of its slot; the caller waits for the

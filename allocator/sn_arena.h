@@ -46,6 +46,7 @@ enum sn_arena_rc {
     SN_ARENA_OK = 0,
     SN_ARENA_PASS = 1,   /* not the arena's: forward to the real function */
     SN_ARENA_NOMEM = 2,  /* does not fit the budget (or the host limit) */
+    SN_ARENA_NO_SCRATCH = 3, /* the stream has no scratch block of the size asked (sn_arena_scratch makes one) */
 };
 
 /* Devices an arena can be set up for (SN_MAX_DEVICES, checked in sn_arena.c). */
@@ -128,6 +129,7 @@ typedef struct sn_arena_ticket {
     void **blocks;          /* the pinned blocks */
     size_t nblocks;
     void *small[32];        /* storage for the common case */
+    uintptr_t scratch_va;   /* the stream's scratch block, when the call was granted one */
 } sn_arena_ticket;
 
 /* Makes every allocation in uses resident and current before a call on
@@ -140,9 +142,13 @@ typedef struct sn_arena_ticket {
  * (the tracer's position; -1 off the sequence or while profiling): what
  * follows each block's use at a position is learned, and contents always
  * overwritten whole before they are read again may be dropped rather than
- * written back (SN_PREDICTED_DEAD). */
+ * written back (SN_PREDICTED_DEAD). scratch: the stream's scratch block
+ * (sn_arena_scratch), of at least that many bytes, joins the call's blocks
+ * to be overwritten (t->scratch_va its address), looked up in the same
+ * hold of the lock; SN_ARENA_NO_SCRATCH, with nothing done, when the
+ * stream has none that large yet. 0: none. */
 int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
+                     uint64_t scratch, void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
 /* The call has returned: its blocks are unpinned and it leaves the slots,
  * without the arena's lock (pins are atomic; whoever decides on a block
  * under the lock reads them). */

@@ -932,7 +932,7 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
     int cur = sn_current_device();
     sn_witness_cuda("cudaSetDevice");
     int switched = cur != u->peer_dev && SN_REAL(cudaSetDevice)(u->peer_dev) == cudaSuccess;
-    int rc = sn_arena_acquire(par, u->peer, u->peer_all ? 0 : u->npeer, u->peer_all, NULL, NULL, -1,
+    int rc = sn_arena_acquire(par, u->peer, u->peer_all ? 0 : u->npeer, u->peer_all, NULL, 0, NULL, -1,
                               &t->peer_held, &t->peer_need);
     if (rc == SN_ARENA_OK)
         sn_arena_wait_copies(par);
@@ -946,7 +946,12 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
 
 static int sn_core_nomem(const sn_call *c, sn_arena *ar, uint64_t need, int all);
 
-static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos, int quiet)
+/* What sn_core_make_resident returns, with quiet, when the stream's
+ * scratch asked for is not at hand (nothing was made resident). */
+#define SN_CORE_NO_SCRATCH (-1)
+
+static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos,
+                                 uint64_t scratch, int quiet)
 {
     sn_arena *ar = sn_arena_of(c->dev);
     if (!ar)
@@ -956,12 +961,14 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     const sn_arena_use *uses = u->use;
     uint64_t need = 0;
     int rc = SN_ARENA_OK;
-    if (n || all || c->lib_handle) {
+    if (n || all || c->lib_handle || scratch) {
         int lib = sn_own_work_begin();
-        rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, c->stream, pos, &t->held, &need);
+        rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, scratch, c->stream, pos, &t->held, &need);
         sn_own_work_end(lib);
         if (rc != SN_ARENA_OK)
             t->held.ar = NULL;
+        if (rc == SN_ARENA_NO_SCRATCH)
+            return SN_CORE_NO_SCRATCH;
     }
     if (rc == SN_ARENA_OK && u->peer_dev >= 0 && (u->npeer || u->peer_all)) {
         if (sn_core_make_peer_resident(c, t, u) == 0)
@@ -1028,41 +1035,54 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
     if (!supply && ws <= c->workspace) {
         t->conv_algo = algo;
         sn_exec_conv_note(&d->exec, 1, changed, 0);
-        return sn_core_make_resident(c, t, u, pos, 0);
+        return sn_core_make_resident(c, t, u, pos, 0, 0);
     }
     sn_arena *ar = sn_arena_of(c->dev);
-    uintptr_t addr = 0;
-    void *blk = NULL;
-    if (ar && !u->all && u->n < u->cap && ws > 0) {
-        int lib = sn_own_work_begin();
-        blk = sn_arena_scratch(ar, c->stream, ws, 0, &addr);
-        sn_own_work_end(lib);
-    }
-    if (ar && !u->all && (blk || ws == 0)) {
+    if (ar && !u->all) {
+        /* the call's uses without the framework's workspace: those at the
+         * tail are cut off (the usual order), unless another use shares
+         * their block; otherwise the rest is copied */
         sn_arena_use use[SN_CALL_MAX_RANGES * 4];
         sn_access_uses v = *u;
-        v.use = use;
-        v.n = 0;
-        for (size_t i = 0; i < u->n; i++) {
-            int keep = i < u->ws_lo || i >= u->ws_hi;
-            for (size_t j = 0; j < u->n && !keep; j++)
-                keep = (j < u->ws_lo || j >= u->ws_hi) && u->use[j].block == u->use[i].block;
-            if (keep)
-                use[v.n++] = u->use[i];
+        int tail = u->ws_lo == u->ws_hi || u->ws_hi == u->n;
+        for (size_t i = u->ws_lo; i < u->ws_hi && tail; i++)
+            for (size_t j = 0; j < u->ws_lo && tail; j++)
+                tail = u->use[j].block != u->use[i].block;
+        if (tail) {
+            v.n = u->ws_lo == u->ws_hi ? u->n : u->ws_lo;
+        } else {
+            v.use = use;
+            v.n = 0;
+            for (size_t i = 0; i < u->n; i++) {
+                int keep = i < u->ws_lo || i >= u->ws_hi;
+                for (size_t j = 0; j < u->n && !keep; j++)
+                    keep = (j < u->ws_lo || j >= u->ws_hi) && u->use[j].block == u->use[i].block;
+                if (keep)
+                    use[v.n++] = u->use[i];
+            }
         }
-        if (blk)
-            use[v.n++] = (sn_arena_use){blk, SN_OVERWRITE, 0, UINT64_MAX};
-        if (sn_core_make_resident(c, t, &v, pos, 1) == 0) {
+        /* the stream's scratch is looked up in the arena's one hold; the
+         * first time (or when it must grow) it is made, and asked again */
+        int rc = sn_core_make_resident(c, t, &v, pos, ws, 1);
+        if (rc == SN_CORE_NO_SCRATCH) {
+            uintptr_t addr = 0;
+            int lib = sn_own_work_begin();
+            void *blk = sn_arena_scratch(ar, c->stream, ws, 0, &addr);
+            sn_own_work_end(lib);
+            if (blk)
+                rc = sn_core_make_resident(c, t, &v, pos, ws, 1);
+        }
+        if (rc == 0) {
             t->conv_algo = algo;
             t->conv_ws_set = 1;
-            t->conv_ws = (void *)addr;
-            t->conv_ws_bytes = blk ? ws : 0;
-            sn_exec_conv_note(&d->exec, 1, changed, blk != NULL);
+            t->conv_ws = ws ? (void *)t->held.scratch_va : NULL;
+            t->conv_ws_bytes = ws;
+            sn_exec_conv_note(&d->exec, 1, changed, ws != 0);
             return 0;
         }
     }
     sn_exec_conv_note(&d->exec, 0, changed, 0);
-    return sn_core_make_resident(c, t, u, pos, 0);
+    return sn_core_make_resident(c, t, u, pos, 0, 0);
 }
 
 int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
@@ -1090,7 +1110,7 @@ int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
     sn_lock_take(&sn_reg_lock);
     sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]), &uses);
     sn_lock_give(&sn_reg_lock);
-    return sn_core_make_resident(c, t, &uses, t->conv_pos, 0) == 0 ? 0 : -1;
+    return sn_core_make_resident(c, t, &uses, t->conv_pos, 0, 0) == 0 ? 0 : -1;
 }
 
 int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t)
@@ -1104,7 +1124,7 @@ int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr,
     void *blk = sn_arena_scratch(ar, stream, bytes, 1, addr);
     uint64_t need = 0;
     sn_arena_use use = {blk, SN_OVERWRITE, 0, UINT64_MAX};
-    int rc = blk ? sn_arena_acquire(ar, &use, 1, 0, NULL, stream, -1, t, &need) : SN_ARENA_NOMEM;
+    int rc = blk ? sn_arena_acquire(ar, &use, 1, 0, NULL, 0, stream, -1, t, &need) : SN_ARENA_NOMEM;
     if (rc != SN_ARENA_OK) {
         t->ar = NULL;
         if (blk)
@@ -1418,11 +1438,11 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
         if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             sn_core_plan_setup(c->dev);
-        else if (planned)
+        else if (planned && (due.start || due.note || due.nout || due.nin || sn_arena_leaving(sn_arena_of(c->dev))))
             sn_core_plan_moves(c->dev, pos, c->stream, &due);
         int rc = planned && due.conv
                      ? sn_core_conv_resident(d, c, t, &uses, pos, due.conv_algo, due.conv_ws, due.conv_supply)
-                     : sn_core_make_resident(c, t, &uses, pos, 0);
+                     : sn_core_make_resident(c, t, &uses, pos, 0, 0);
         if (rc != 0) {
             if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
                 sn_lock_take(&d->lock);
@@ -1480,7 +1500,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
-    if (c->lib_handle)
+    if (c->lib_handle && sn_lib_scope_now.active)
         sn_core_lib_scope_end(c->lib_handle);
     if (t->held.ar)
         sn_arena_release(&t->held);
