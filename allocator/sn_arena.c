@@ -173,7 +173,11 @@ struct sn_arena {
     uint64_t gran, budget, total;
     CUmemAllocationProp prop;
     CUmemAccessDesc access;
-    cudaStream_t copy_stream;
+    /* copies out (device to host) go on copy_stream, copies in on
+     * copy_in_stream: the copy engines work both ways at once, and a
+     * prefetch does not queue behind the offloads before it (a copy out of
+     * a block still arriving waits for its load's event) */
+    cudaStream_t copy_stream, copy_in_stream;
     /* address space: the current reservation, bump-allocated */
     uintptr_t va_cur, va_end;
     uint64_t va_chunk;
@@ -495,9 +499,14 @@ static sn_arena *sn_arena_create(int dev)
     }
     sn_witness_cuda("cudaStreamCreateWithFlags");
     rc = SN_REAL(cudaStreamCreateWithFlags)(&ar->copy_stream, cudaStreamNonBlocking);
+    if (rc == cudaSuccess) {
+        rc = SN_REAL(cudaStreamCreateWithFlags)(&ar->copy_in_stream, cudaStreamNonBlocking);
+        if (rc != cudaSuccess)
+            SN_REAL(cudaStreamDestroy)(ar->copy_stream);
+    }
     sn_arena_quiet(rc);
     if (rc != cudaSuccess) {
-        sn_warn("device %d: cannot create libsn's copy stream; observing only", dev);
+        sn_warn("device %d: cannot create libsn's copy streams; observing only", dev);
         free(ar);
         return NULL;
     }
@@ -1075,6 +1084,17 @@ static int sn_backing_map(sn_arena *ar, uintptr_t va, sn_backing *bk)
     return 0;
 }
 
+/* Before b is copied out: a load of b still arriving on the copy-in
+ * stream finishes first (its device bytes, and the host buffer the copy
+ * out overwrites). b is busy: its fields are the caller's to read. */
+static void sn_copy_out_after_load(sn_arena *ar, sn_block *b)
+{
+    if (b->load_ev) {
+        sn_witness_cuda("cudaStreamWaitEvent");
+        sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, b->load_ev, 0));
+    }
+}
+
 /* Carries out a plan with no lock held. Returns 0, or -1 when a handle
  * could not be created (the device itself is out of memory). */
 static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
@@ -1135,6 +1155,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
                 m->copy = 0;
                 continue;
             }
+            sn_copy_out_after_load(ar, m->b);
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
                                                     cudaMemcpyDeviceToHost, ar->copy_stream));
@@ -1252,11 +1273,11 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         if (m->copy) {
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
-                                                    ar->copy_stream));
+                                                    ar->copy_in_stream));
             /* each block its own event: other streams that use the block
              * later wait for it, and it goes back to the pool with the block */
             m->ev = sn_arena_event(ar);
-            if (!m->ev || SN_REAL(cudaEventRecord)(m->ev, ar->copy_stream) != cudaSuccess)
+            if (!m->ev || SN_REAL(cudaEventRecord)(m->ev, ar->copy_in_stream) != cudaSuccess)
                 no_event = 1;
             last = m->ev;
             copies_in++;
@@ -1270,7 +1291,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
          * own event (sn_arena_acquire); without events the host waits */
         if (copies_in && no_event) {
             sn_arena_quiet(cudaErrorUnknown);
-            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
             sn_lock_take(&ar->lock);
             for (size_t i = 0; i < p->nloads; i++) {
                 sn_arena_event_put_locked(ar, p->loads[i].ev);
@@ -1289,7 +1310,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         /* no event to wait on: the host waits for the copies instead, and
          * nobody needs to wait later */
         sn_arena_quiet(cudaErrorUnknown);
-        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
         sn_lock_take(&ar->lock);
         for (size_t i = 0; i < p->nloads; i++) {
             sn_arena_event_put_locked(ar, p->loads[i].ev);
@@ -1627,7 +1648,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             }
             if (overflow) {
                 sn_witness_cuda("cudaStreamSynchronize");
-                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
             }
             return SN_ARENA_OK;
         }
@@ -1712,7 +1733,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
             }
             if (many) {
                 sn_witness_cuda("cudaStreamSynchronize");
-                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
             }
             return SN_ARENA_OK;
         }
@@ -2224,6 +2245,7 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
             }
         }
         if (copy[i] > 0) {
+            sn_copy_out_after_load(ar, b);
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(b->host, (void *)b->va, b->size, cudaMemcpyDeviceToHost,
                                                     ar->copy_stream));
@@ -2426,6 +2448,7 @@ void sn_arena_wait_copies(sn_arena *ar)
         return;
     sn_witness_cuda("cudaStreamSynchronize");
     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
 }
 
 void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
