@@ -444,7 +444,8 @@ static int sn_can_extend(const sn_win *w, int T, int c, const int *cand, int nca
  * to them. A tensor a kernel touches first counts only if no exact call
  * writes it before c: a buffer the program fills with computed values (a
  * loss kernel's scratch space) is not an input. Every other tensor the
- * pass touches is marked 2. */
+ * pass touches is marked 2; a copy from the host alone does not make a
+ * touch (a prefetch thread's copy of a later batch may land anywhere). */
 static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, char *seen)
 {
     const sn_trace *t = w->t;
@@ -462,14 +463,25 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
         int is_step = (e->flags & SN_TC_STEP) && w->step_call[w->s0 + (size_t)p] == k;
         int fill = is_step && sn_filler(w, p);
         const sn_trace_access *a = sn_acc(t, e);
+        int from_host = e->op == SN_OP_MEMCPY_H2D;
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
             if (a[j].mode & SN_ACC_SCRATCH)
                 continue;
-            if (!seen[x]) {
-                /* 2: used first (by an exact read); 4: touched first by a kernel */
+            if (from_host) {
+                /* a copy from the host alone is not the pass's touch: a
+                 * prefetch thread fills the next batch's buffer whenever
+                 * it runs, inside this pass or not (2: written so, so far) */
+                if (!seen[x])
+                    seen[x] = 2;
+                continue;
+            }
+            if (seen[x] != 1) {
+                /* 2: used first (by an exact read); 4: touched first by a
+                 * kernel; 0: written first (by a copy from the host too) */
+                int copied = seen[x] == 2;
                 seen[x] = 1;
-                input[x] = fill ? 0 : !sn_exact(e) ? 4 : (a[j].mode & SN_ACC_R) ? 2 : 0;
+                input[x] = fill || copied ? 0 : !sn_exact(e) ? 4 : (a[j].mode & SN_ACC_R) ? 2 : 0;
             }
             if ((input[x] & 6) && is_step && sn_uses(e, a[j].mode))
                 input[x] |= 1;
@@ -485,7 +497,7 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
                 input[a[j].tensor] = 0;
     }
     for (size_t x = 0; x < t->ntensors; x++)
-        input[x] = (input[x] & 1) && (input[x] & 6) ? 1 : seen[x] ? 2 : 0;
+        input[x] = (input[x] & 1) && (input[x] & 6) ? 1 : seen[x] == 1 ? 2 : 0;
 }
 
 /* Where a forward pass ending at c begins when nothing is known about the
