@@ -1270,7 +1270,14 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             failed = 1;
             continue;
         }
-        if (m->copy) {
+    }
+    /* the copies once every load is mapped: each mapping waits for the
+     * device, copies in flight included (a VMM driver's), so a copy
+     * started between two of them would be waited for */
+    for (size_t i = 0; i < p->nloads; i++) {
+        sn_move *m = &p->loads[i];
+        sn_block *b = m->b;
+        if (m->copy && m->bk.n) {
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
                                                     ar->copy_in_stream));
@@ -2314,6 +2321,9 @@ void sn_arena_reap(sn_arena *ar, int wait)
     /* a racy peek: a block starting to leave now is reaped next time */
     if (!ar || ar->pool || !__atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED))
         return;
+    if (!wait && getenv("XIDLE") && (SN_REAL(cudaStreamQuery)(ar->copy_in_stream) != cudaSuccess ||
+                                     SN_REAL(cudaStreamQuery)(ar->copy_stream) != cudaSuccess))
+        return;
     enum { MAX = 64 };
     sn_block *go[MAX];
     cudaEvent_t ev[MAX];
@@ -2379,6 +2389,16 @@ void sn_arena_reap(sn_arena *ar, int wait)
     sn_lock_give(&ar->lock);
 }
 
+void sn_arena_reap_all(sn_arena *ar)
+{
+    size_t before;
+    while (ar && !ar->pool && (before = __atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED)) != 0) {
+        sn_arena_reap(ar, 1);
+        if (__atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED) >= before)
+            break; /* the rest are busy or in use: next time */
+    }
+}
+
 size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
 {
     if (!ar || ar->pool || !n)
@@ -2409,7 +2429,16 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
             break;
         b->mark = ar->clock;
         sn_move *m = &p.loads[p.nloads - 1];
-        *m = (sn_move){.b = b, .copy = b->host_valid, .fresh = !b->host_valid};
+        /* mapped ahead of a use the run has shown to overwrite it all
+         * without reading it (sn_predict, as a planned drop): nothing to
+         * copy in, and a read before that write is caught as a read of
+         * dropped contents; the host's copy, if any, stays valid */
+        int dead = b->host_valid && sn_predicted_dead_locked(b);
+        *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead};
+        if (dead) {
+            sn_predict_dropped(&b->pred);
+            ar->st.dead_loads++;
+        }
         want += sn_load_from_cache_locked(ar, m);
     }
     if (!p.nloads || sn_make_room_locked(ar, &p, &want) != 0) {

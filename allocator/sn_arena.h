@@ -217,6 +217,9 @@ uint64_t sn_arena_room(sn_arena *ar);
  * started; a block there is no room for is left to demand. */
 size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size_t n);
 void sn_arena_reap(sn_arena *ar, int wait);
+/* Unmaps every leaving block that is not in use, waiting for its copy: a
+ * gathered plan's sync step (one wait for the device serves them all). */
+void sn_arena_reap_all(sn_arena *ar);
 /* Whether blocks are leaving (a racy peek: one starting to leave now is
  * seen next time), i.e. whether sn_arena_reap has anything to look at. */
 int sn_arena_leaving(const sn_arena *ar);

@@ -64,6 +64,7 @@ typedef struct sn_manage_stats {
     int plan_policy;                     /* SN_POLICY_* of the plan */
     int plan_liveness;                   /* a seed policy planned again with its framework's liveness */
     double plan_predicted_ms;            /* the plan timeline's iteration time, -1 not feasible as made */
+    int plan_sync_steps;                 /* a gathered plan's sync steps (0: it maps and unmaps at any step) */
     const char *plan_why;                /* why not (a string constant), NULL when feasible */
     int plan_bad_step;                   /* where not, -1 */
     uint64_t plan_prefetches, plan_prefetch_bytes;  /* planned copies in started */

@@ -1202,14 +1202,14 @@ static void sn_core_plan_setup(int dev)
      * under the device's lock: another thread may be consulting it */
     int rank = d->plan_rank;
     int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
-                                      st.granularity, rank)
+                                      st.granularity, !st.pool, rank)
                       : -1;
     if (rc != 0 && rank > 0 && d->trace) {
         /* the candidate is gone (it should not be): auto's own choice,
          * and no more trials */
         d->plan_rank = 0;
         rc = sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
-                           st.granularity, 0);
+                           st.granularity, !st.pool, 0);
         d->exec.trial.done = 1;
     }
     if (rc == 0 && d->exec.trial.n > 1)
@@ -1235,6 +1235,7 @@ typedef struct sn_plan_due {
     int drop[SN_DUE_CAP];
     size_t nout, nin;
     int start, note;
+    int gathered, sync;                       /* the plan unmaps at sync steps only; one is due */
     uint64_t boundary, timed;                 /* the iteration start claimed; iteration timed */
     cudaEvent_t ev_old, ev_last, reuse;
     /* a convolution's algorithm, when the plan chose one for this step */
@@ -1248,12 +1249,15 @@ static void sn_core_plan_due_locked(sn_device *d, int64_t pos, const sn_call *c,
     due->conv = c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP &&
                 sn_exec_conv(&d->exec, pos, c->conf, c->algo, &due->conv_algo, &due->conv_ws, &due->conv_supply);
     due->start = 0;
+    due->sync = 0;
+    due->gathered = d->exec.plan.sync != NULL;
     if (sn_exec_due_quiet(&d->exec, pos)) {
         /* (an iteration starts on the other path only) */
         due->nout = due->nin = 0;
         return;
     }
     sn_exec_due(&d->exec, pos, due->out, due->drop, &due->nout, due->in, &due->nin, SN_DUE_CAP);
+    due->sync = d->exec.sync_due;
     due->start = sn_exec_claim_start(&d->exec);
     if (!due->start)
         return;
@@ -1315,12 +1319,17 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
             sn_exec_note_memory(&d->exec, pos, st.resident_now);
         sn_lock_give(&d->lock);
     }
-    if (!due->nout && !due->nin && !sn_arena_leaving(ar))
+    if (!due->nout && !due->nin && !due->sync && (due->gathered || !sn_arena_leaving(ar)))
         return;
     int lib = sn_own_work_begin();
-    sn_arena_reap(ar, 0);
+    if (!due->gathered)
+        sn_arena_reap(ar, 0);
     if (due->nout)
         sn_arena_offload(ar, (void **)due->out, due->drop, due->nout);
+    /* a gathered plan's sync step: one wait for the device, then every
+     * block that left is unmapped, then the prefetches mapped */
+    if (due->sync)
+        sn_arena_reap_all(ar);
     if (due->nin)
         sn_arena_prefetch(ar, (void **)due->in, due->nin);
     sn_own_work_end(lib);
@@ -1438,7 +1447,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
         if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             sn_core_plan_setup(c->dev);
-        else if (planned && (due.start || due.note || due.nout || due.nin || sn_arena_leaving(sn_arena_of(c->dev))))
+        else if (planned && (due.start || due.note || due.nout || due.nin || due.sync ||
+                               (!due.gathered && sn_arena_leaving(sn_arena_of(c->dev)))))
             sn_core_plan_moves(c->dev, pos, c->stream, &due);
         int rc = planned && due.conv
                      ? sn_core_conv_resident(d, c, t, &uses, pos, due.conv_algo, due.conv_ws, due.conv_supply)
@@ -1795,6 +1805,9 @@ static void sn_finish(int cuda_usable)
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
+                    ms->plan_sync_steps = 0;
+                    for (int s = 0; ex->plan.sync && s < ex->nsteps; s++)
+                        ms->plan_sync_steps += ex->plan.sync[s] != 0;
                     ms->plan_liveness = ex->plan.framework_liveness;
                     ms->plan_why = ex->plan.predicted.feasible ? NULL : ex->plan.predicted.why;
                     ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;

@@ -171,6 +171,8 @@ static int sn_exec_index(sn_exec *ex)
             else
                 out = 1;
         }
+        if (pl->sync && pl->sync[s])
+            pre = 1; /* (a sync step unmaps what left, prefetches or not) */
         ex->next_out_step[s] = out ? s : ex->next_out_step[s + 1];
         ex->next_pre_step[s] = pre ? s : ex->next_pre_step[s + 1];
     }
@@ -359,7 +361,7 @@ int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms)
 }
 
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule, int rank)
+                  uint64_t budget, uint64_t granule, int remap_drains, int rank)
 {
     /* -1: a first plan for the iteration learned, whose candidates are
      * then measured; else the candidate of that rank */
@@ -382,6 +384,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         return -1;
     }
     sn_exec_fit_to_arena(&ps, &pm, granule);
+    pm.remap_drains = remap_drains;
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
@@ -405,6 +408,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
             sn_exec_fit_to_arena(&ks, &km, granule);
+            km.remap_drains = remap_drains;
             if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking
@@ -553,16 +557,19 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
     }
     ex->last_pos = pos;
     ex->born_seen = 0;
+    ex->sync_due = 0;
     int from = ex->next_off;
     while (ex->next_off < ex->nsteps && ex->pos[ex->next_off] < pos)
         ex->next_off++;
     sn_exec_after(ex, from, ex->next_off, out, drop, nout, cap);
-    for (; ex->next_pre < ex->nsteps && ex->pos[ex->next_pre] <= pos; ex->next_pre++)
+    for (; ex->next_pre < ex->nsteps && ex->pos[ex->next_pre] <= pos; ex->next_pre++) {
+        ex->sync_due |= ex->plan.sync && ex->plan.sync[ex->next_pre];
         for (int j = ex->act_off[ex->next_pre]; j < ex->act_off[ex->next_pre + 1]; j++) {
             const sn_plan_action *a = &ex->plan.actions[ex->act[j]];
             if (a->op == SN_PLAN_PREFETCH)
                 sn_exec_add(ex, a, out, drop, nout, in, nin, cap);
         }
+    }
     /* the next calls find nothing due up to these positions */
     int o = ex->next_off < ex->nsteps ? ex->next_out_step[ex->next_off] : ex->nsteps;
     int p = ex->next_pre < ex->nsteps ? ex->next_pre_step[ex->next_pre] : ex->nsteps;

@@ -70,6 +70,7 @@ typedef struct sn_exec {
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
     int started;             /* a position has been seen (since the run came back) */
+    int sync_due;            /* the latest sn_exec_due passed a sync step of a gathered plan */
     int off;                 /* the run is off the learned sequence */
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
     uint64_t iterations;     /* iterations this plan was followed in */
@@ -132,11 +133,12 @@ typedef struct sn_exec {
  * registry's and the device's locks (the trace's log is read), and ex's.
  * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
  * demand residency only). granule: the arena's physical granule (0: sizes
- * as asked). rank: -1 for the first plan of an iteration learned (auto's
+ * as asked). remap_drains: the arena maps and unmaps with waits for the
+ * whole device (VMM; sn_plan.h). rank: -1 for the first plan of an iteration learned (auto's
  * candidates are then measured in turn), else which of auto's candidates
  * to follow. */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule, int rank);
+                  uint64_t budget, uint64_t granule, int remap_drains, int rank);
 
 /* Iteration `iteration` (numbered by the start it began at) took ms on the
  * device. While auto's candidate plans are measured, returns the rank of
@@ -185,8 +187,10 @@ static inline int sn_exec_due_quiet(sn_exec *ex, int64_t pos)
 }
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
- * (drop[i]: contents dead) and to bring in, at most cap of each. The caller
- * serialises calls for one ex. */
+ * (drop[i]: contents dead) and to bring in, at most cap of each; sync_due
+ * says whether a sync step of a gathered plan (sn_plan.h) was reached:
+ * what left is unmapped there, and only there. The caller serialises
+ * calls for one ex. */
 void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
                  size_t cap);
 

@@ -16,7 +16,7 @@ TEST_BINS += $(BUILD)/tests/test_sn_plan_timeline
 # share (sn_policy_moves.c) and the indexed model, normalisation and memory
 # profile under them all (sn_policy_util.c). They plan with the timeline.
 SN_POLICY_SRCS := sn_plan sn_policy_util sn_policy_moves sn_policy_vdnn sn_policy_superneurons \
-                  sn_policy_modnn sn_policy_pooch sn_policy_dymem sn_policy_auto
+                  sn_policy_modnn sn_policy_pooch sn_policy_dymem sn_policy_auto sn_policy_gather
 POLICY_OBJS += $(SN_POLICY_SRCS:%=$(BUILD)/policy/%.o)
 
 $(BUILD)/tests/test_sn_policies: $(BUILD)/tests/test_sn_policies.o $(POLICY_OBJS)

@@ -147,6 +147,7 @@ static int plan_once(const sn_pol *P, const sn_plan_model *m, int policy, uint64
     out->algo = algo;
     out->gtbm_class = cls;
     out->framework_liveness = P->framework_liveness;
+    out->sync = A.sync;
     A = (sn_pol_acts){0};
     if (sn_plan_simulate(m, out, &out->predicted, NULL, NULL) < 0) {
         sn_plan_free(out);

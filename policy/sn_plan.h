@@ -105,6 +105,10 @@ typedef struct sn_plan_model {
      * memory again when it comes back, by prefetch or a fresh write
      * (mapping, access); 0: free */
     double unmap_ms, map_ms;
+    /* 1: each mapping and unmapping first waits for the whole device, the
+     * copies in flight included (cuMemMap's cuMemSetAccess and cuMemUnmap
+     * on a VMM arena); 0: only the host times above (a contiguous pool) */
+    int remap_drains;
 } sn_plan_model;
 
 enum sn_plan_op { SN_PLAN_PREFETCH, SN_PLAN_OFFLOAD, SN_PLAN_DROP };
@@ -141,6 +145,11 @@ typedef struct sn_plan {
     int *gtbm_class;     /* per tensor: enum sn_gtbm_class */
     int framework_liveness; /* a seed policy planned again with the liveness drops
                                its authors' frameworks made (sn_plan.c) */
+    /* per step, 1 where the plan maps and unmaps (NULL: wherever a move
+     * is): with remap_drains, memory that left is taken away, and memory
+     * prefetched given, only at these steps, so that the device waits at
+     * a few points an iteration instead of at every move (sn_pol_gather) */
+    uint8_t *sync;
     sn_plan_timeline predicted;
     /* auto: the plans worth measuring, best predicted first (rank 0, the
      * plan auto makes; the others as sn_plan_trials_cfg says), their

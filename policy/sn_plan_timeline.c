@@ -25,6 +25,13 @@
  * Memory given back and taken again costs host time with the device idle
  * (unmap_ms when a tensor leaves, map_ms when it returns by a prefetch or a
  * fresh write): the host clock moves on by it there, the copies going on.
+ * With remap_drains (a VMM arena) each mapping and unmapping first waits
+ * for the copies in flight as well, as the executor's do: a step's maps
+ * come before its copies in, and a tensor that left is unmapped at the
+ * first step start after its copy out completed (a drop: the next one).
+ * A plan with sync steps maps and unmaps only there: what left in
+ * between keeps its memory until the next sync step, which waits for every
+ * copy, unmaps it all, then maps that step's prefetches.
  *
  * Device memory counts the fixed bytes, resident tensors, prefetched ones
  * from issue, offloaded ones until their copy completes and the running
@@ -49,6 +56,7 @@ void sn_plan_free(sn_plan *p)
     free(p->actions);
     free(p->algo);
     free(p->gtbm_class);
+    free(p->sync);
     memset(p, 0, sizeof *p);
 }
 
@@ -229,6 +237,12 @@ typedef struct tl {
     int *coming;       /* TL_COMING: the prefetch instance (iteration * nactions + action) */
     int *going;        /* the tensor's last offload copy, -1 none */
     int *inst_copy;    /* per prefetch instance: its copy, -1 none */
+    int gathered;      /* remap_drains and sync steps: moves of memory only there */
+    /* tensors that left and are still mapped (remap_drains): the copy out
+     * (-1: a drop) and the bytes their unmapping gives back (gathered) */
+    int *pend_t, *pend_c, *pend_of;
+    uint64_t *pend_b;
+    int npend;
     tl_lists act, need, acc_t, alloc, release;
     int *acc_mode;     /* parallel to acc_t.item */
 } tl;
@@ -309,6 +323,16 @@ static int tl_advance(tl *x, double t)
 static int tl_wait_copy(tl *x, int c)
 {
     while (!x->copy[c].done)
+        if (tl_next(x, INFINITY) < 0)
+            return -1;
+    return 0;
+}
+
+/* Waits until both copy streams are idle: what a mapping or an unmapping
+ * on a VMM arena waits for. */
+static int tl_drain(tl *x)
+{
+    while (x->st[TL_H2D].head != x->st[TL_H2D].tail || x->st[TL_D2H].head != x->st[TL_D2H].tail)
         if (tl_next(x, INFINITY) < 0)
             return -1;
     return 0;
@@ -460,6 +484,66 @@ static void tl_note_peak(const tl *x, tl_run *r, int s)
     }
 }
 
+/* Pending unmaps (remap_drains): pend_of[t] is 1 + t's entry, 0 none. */
+static void tl_pend_push(tl *x, int t, int c, uint64_t bytes)
+{
+    int i = x->npend++;
+    x->pend_t[i] = t;
+    x->pend_c[i] = c;
+    x->pend_b[i] = bytes;
+    x->pend_of[t] = i + 1;
+}
+
+static void tl_pend_remove(tl *x, int i)
+{
+    int last = --x->npend;
+    x->pend_of[x->pend_t[i]] = 0;
+    if (i != last) {
+        x->pend_t[i] = x->pend_t[last];
+        x->pend_c[i] = x->pend_c[last];
+        x->pend_b[i] = x->pend_b[last];
+        x->pend_of[x->pend_t[i]] = i + 1;
+    }
+}
+
+/* t, which left and is still mapped, is wanted again: it stays (as the
+ * executor cancels a leave), its memory counted anew by the caller.
+ * Returns 1 when so. */
+static int tl_pend_cancel(tl *x, int t)
+{
+    int i = x->pend_of[t] - 1;
+    if (i < 0)
+        return 0;
+    x->mem -= x->pend_b[i];
+    tl_pend_remove(x, i);
+    return 1;
+}
+
+/* The unmappings at step s's start: every tensor that left, at a sync
+ * step of a gathered plan; else those whose copy out has completed (drops
+ * at once). One wait for the device serves them all. */
+static int tl_unmaps(tl *x, int s)
+{
+    if (!x->npend || (x->gathered && !x->p->sync[s]))
+        return TL_GO;
+    int n = 0;
+    for (int i = 0; i < x->npend; i++)
+        n += x->gathered || x->pend_c[i] < 0 || x->copy[x->pend_c[i]].done;
+    if (!n)
+        return TL_GO;
+    for (int i = x->npend - 1; i >= 0; i--)
+        if (x->gathered || x->pend_c[i] < 0 || x->copy[x->pend_c[i]].done)
+            x->pend_c[i] = -2; /* unmapped now */
+    if (tl_drain(x) < 0)
+        return TL_ERR;
+    for (int i = x->npend - 1; i >= 0; i--)
+        if (x->pend_c[i] == -2) {
+            x->mem -= x->pend_b[i];
+            tl_pend_remove(x, i);
+        }
+    return tl_advance(x, x->now + n * x->m->unmap_ms) < 0 ? TL_ERR : TL_GO;
+}
+
 /* Whether a prefetch serving step need (of tensor t) has anything to copy:
  * not when the contents were dropped or the access it serves maps them
  * fresh. */
@@ -472,15 +556,30 @@ static int tl_prefetch_copies(const tl *x, int t, int need)
     return i < 0 || !sn_plan_mode_fresh(z->access[i].mode);
 }
 
+static int tl_prefetch_copy(tl *x, tl_run *r, int k);
+
+/* The host issues prefetch k at step s: memory, mapping and (without
+ * remap_drains) its copy; with remap_drains the copy comes from
+ * tl_prefetch_copy once all of the step's prefetches are mapped. */
 static int tl_prefetch(tl *x, tl_run *r, int k, int s)
 {
     const sn_plan_action *a = &x->p->actions[k];
     const sn_plan_tensor *z = &x->m->tensor[a->tensor];
-    int t = a->tensor;
+    int t = a->tensor, rd = x->m->remap_drains;
     if (z->bounded && (s <= z->alloc_step || s > z->free_step || a->need < s || a->need > z->free_step))
         return tl_bad(r, s, t, "prefetches a tensor outside its lifetime");
     if (x->state[t] != TL_OFF)
         return tl_bad(r, s, t, "prefetches a tensor already on the device");
+    int inst = r->it * x->p->nactions + k;
+    x->state[t] = TL_COMING;
+    x->coming[t] = inst;
+    if (rd && tl_pend_cancel(x, t)) {
+        /* never unmapped: its contents are still there (a drop's stay
+         * dropped) */
+        x->mem += z->bytes;
+        tl_note_peak(x, r, s);
+        return TL_GO;
+    }
     int f = tl_fit(x, z->bytes);
     if (f < 0)
         return TL_ERR;
@@ -488,9 +587,22 @@ static int tl_prefetch(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, "a prefetch exceeds the budget");
     x->mem += z->bytes;
     tl_note_peak(x, r, s);
-    if (z->bytes > 0 && tl_advance(x, x->now + x->m->map_ms) < 0)
+    if (z->bytes > 0 && ((rd && tl_drain(x) < 0) || tl_advance(x, x->now + x->m->map_ms) < 0))
         return TL_ERR;
+    x->inst_copy[inst] = -3; /* mapped, its copy not issued yet */
+    return rd ? TL_GO : tl_prefetch_copy(x, r, k);
+}
+
+/* The copy of prefetch k, mapped by tl_prefetch, when it has one. */
+static int tl_prefetch_copy(tl *x, tl_run *r, int k)
+{
+    const sn_plan_action *a = &x->p->actions[k];
+    const sn_plan_tensor *z = &x->m->tensor[a->tensor];
+    int t = a->tensor;
     int inst = r->it * x->p->nactions + k;
+    if (x->inst_copy[inst] != -3)
+        return TL_GO;
+    x->inst_copy[inst] = -1;
     if (z->bytes > 0 && tl_prefetch_copies(x, t, a->need)) {
         int dep = x->going[t];
         int c = tl_copy_issue(x, TL_H2D, z->bytes, (dep >= 0 && !x->copy[dep].done) ? dep : -1, 0);
@@ -500,8 +612,6 @@ static int tl_prefetch(tl *x, tl_run *r, int k, int s)
         if (r->it == 1)
             r->out->h2d_bytes += z->bytes;
     }
-    x->state[t] = TL_COMING;
-    x->coming[t] = inst;
     return TL_GO;
 }
 
@@ -509,7 +619,7 @@ static int tl_after(tl *x, tl_run *r, int k, int s)
 {
     const sn_plan_action *a = &x->p->actions[k];
     const sn_plan_tensor *z = &x->m->tensor[a->tensor];
-    int t = a->tensor;
+    int t = a->tensor, rd = x->m->remap_drains;
     int off = a->op == SN_PLAN_OFFLOAD;
     if (z->pinned)
         return tl_bad(r, s, t, off ? "offloads a pinned tensor" : "drops a pinned tensor");
@@ -517,19 +627,25 @@ static int tl_after(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, off ? "offloads a tensor that is not on the device"
                                    : "drops a tensor that is not on the device");
     x->state[t] = TL_OFF;
-    if (z->bytes > 0 && tl_advance(x, x->now + x->m->unmap_ms) < 0)
+    /* a gathered plan's memory stays until its sync step */
+    uint64_t held = x->gathered ? z->bytes : 0;
+    if (z->bytes > 0 && !rd && tl_advance(x, x->now + x->m->unmap_ms) < 0)
         return TL_ERR;
     if (!off) {
-        x->mem -= z->bytes;
+        x->mem -= z->bytes - held;
         x->dropped[t] = 1;
+        if (rd && z->bytes > 0)
+            tl_pend_push(x, t, -1, held);
         return TL_GO;
     }
     if (z->bytes == 0)
         return TL_GO;
-    int c = tl_copy_issue(x, TL_D2H, z->bytes, -1, z->bytes);
+    int c = tl_copy_issue(x, TL_D2H, z->bytes, -1, z->bytes - held);
     if (c < 0)
         return TL_ERR;
     x->going[t] = c;
+    if (rd)
+        tl_pend_push(x, t, c, held);
     if (r->it == 1)
         r->out->d2h_bytes += z->bytes;
     return TL_GO;
@@ -542,10 +658,17 @@ static int tl_step(tl *x, tl_run *r, int s)
     int na = p->nactions, rc;
 
     /* the host reaches step s */
+    if (m->remap_drains && (rc = tl_unmaps(x, s)) != TL_GO)
+        return rc;
     for (int j = x->act.off[s]; j < x->act.off[s + 1]; j++)
         if (p->actions[x->act.item[j]].op == SN_PLAN_PREFETCH &&
             (rc = tl_prefetch(x, r, x->act.item[j], s)) != TL_GO)
             return rc;
+    if (m->remap_drains)
+        for (int j = x->act.off[s]; j < x->act.off[s + 1]; j++)
+            if (p->actions[x->act.item[j]].op == SN_PLAN_PREFETCH &&
+                (rc = tl_prefetch_copy(x, r, x->act.item[j])) != TL_GO)
+                return rc;
 
     /* the prefetches it waits for: a wrapped one was issued the iteration
      * before (in the warm-up, before the simulation: already there) */
@@ -583,7 +706,7 @@ static int tl_step(tl *x, tl_run *r, int s)
                                                      : "reads a tensor that is not on the device");
             x->state[t] = TL_RES;
             own += m->tensor[t].bytes;
-            if (m->tensor[t].bytes > 0)
+            if (m->tensor[t].bytes > 0 && !(m->remap_drains && tl_pend_cancel(x, t)))
                 remap += m->map_ms;
         } else if (!fresh && x->dropped[t]) {
             return tl_bad(r, s, t, "reads dropped contents");
@@ -598,7 +721,7 @@ static int tl_step(tl *x, tl_run *r, int s)
         return tl_bad(r, s, -1, "the step's own memory exceeds the budget");
     x->mem += own;
     tl_note_peak(x, r, s);
-    if (remap > 0.0 && tl_advance(x, x->now + remap) < 0)
+    if (remap > 0.0 && ((m->remap_drains && tl_drain(x) < 0) || tl_advance(x, x->now + remap) < 0))
         return TL_ERR;
     if (r->it == 1) {
         if (r->step_start)
@@ -663,6 +786,10 @@ static void tl_free(tl *x)
     free(x->coming);
     free(x->going);
     free(x->inst_copy);
+    free(x->pend_t);
+    free(x->pend_c);
+    free(x->pend_b);
+    free(x->pend_of);
     tl_lists_free(&x->act);
     tl_lists_free(&x->need);
     tl_lists_free(&x->acc_t);
@@ -707,9 +834,15 @@ int sn_plan_simulate(const sn_plan_model *m, const sn_plan *p, sn_plan_timeline 
     x.coming = malloc(ntc * sizeof *x.coming);
     x.going = malloc(ntc * sizeof *x.going);
     x.inst_copy = malloc(ncap * sizeof *x.inst_copy);
+    x.gathered = m->remap_drains && p->sync;
+    /* (a tensor is pending once at most) */
+    x.pend_t = malloc(ntc * sizeof *x.pend_t);
+    x.pend_c = malloc(ntc * sizeof *x.pend_c);
+    x.pend_b = malloc(ntc * sizeof *x.pend_b);
+    x.pend_of = calloc(ntc, sizeof *x.pend_of);
     int rc = TL_ERR;
     if (!x.copy || !x.st[0].q || !x.st[1].q || !x.state || !x.dropped || !x.coming || !x.going ||
-        !x.inst_copy || tl_build(&x) < 0)
+        !x.inst_copy || !x.pend_t || !x.pend_c || !x.pend_b || !x.pend_of || tl_build(&x) < 0)
         goto done;
     for (size_t i = 0; i < ncap; i++)
         x.inst_copy[i] = -1;

@@ -58,6 +58,8 @@ void sn_pol_fini(sn_pol *P);
 typedef struct sn_pol_acts {
     sn_plan_action *a;
     int n, cap;
+    uint8_t *sync;      /* nsync (the steps) flags, or NULL: sn_plan.h's sync */
+    int nsync;
 } sn_pol_acts;
 
 int sn_pol_push(sn_pol_acts *A, int op, int t, int step, int need);
@@ -105,6 +107,16 @@ void sn_pol_algo_framework(const sn_pol *P, int *algo);
  * actions on pinned tensors, outside a bounded tensor's life or
  * duplicating another's effect go. Returns 0 or -1 (out of memory). */
 int sn_pol_normalize(const sn_pol *P, sn_pol_acts *A);
+/* Sorts A as sn_pol_normalize does, changing nothing else. */
+int sn_pol_sort(const sn_pol *P, sn_pol_acts *A);
+
+/* A gathered copy of the normalized plan A (sn_policy_gather.c): sync
+ * steps splitting the iteration into about `windows` stretches of equal
+ * compute time, every prefetch issued at the last sync step before it,
+ * and every tensor written fresh while it is off mapped there too, so that
+ * with remap_drains the device waits at those steps only. Returns 0 or -1
+ * (out of memory). */
+int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out);
 
 /* A tensor's state while a step runs, as the profile and the cache track it. */
 enum { SN_POL_OFF = 0, SN_POL_ON = 1, SN_POL_COMING = 2 };

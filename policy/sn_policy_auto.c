@@ -177,7 +177,15 @@ static int ranked_steps(const sn_pol *P, const search *S, convstep *c, int max)
  * liveness, the smallest), then the algorithms of the steps where memory
  * is tightest changed one at a time while that predicts better (at most
  * MAX_PASSES rounds over MAX_TRIED steps). */
+static int own_search(const sn_pol *P, sn_pol_acts *A, int *algo, sn_plan_timeline *tl, recipe *how);
+
 int sn_policy_auto_own(const sn_pol *P, sn_pol_acts *A, int *algo, sn_plan_timeline *tl)
+{
+    recipe how;
+    return own_search(P, A, algo, tl, &how);
+}
+
+static int own_search(const sn_pol *P, sn_pol_acts *A, int *algo, sn_plan_timeline *tl, recipe *how)
 {
     enum { MAX_TRIED = 32, MAX_PASSES = 3 };
     static const int headrooms[] = {0, 8, 4};
@@ -228,6 +236,9 @@ int sn_policy_auto_own(const sn_pol *P, sn_pol_acts *A, int *algo, sn_plan_timel
     S.plan = (sn_pol_acts){0};
     memcpy(algo, S.algo, (size_t)P->ns * sizeof *algo);
     *tl = S.tl;
+    *how = S.r;
+    if (!S.have)
+        how->rule = -1; /* nothing found: no recipe to make again */
     rc = 0;
 out:
     sn_pol_acts_free(&S.plan);
@@ -244,7 +255,14 @@ typedef struct candidate {
     double ms;           /* predicted iteration time; infinite when it does not fit */
 } candidate;
 
-enum { MAX_CANDIDATES = 2 * 8 + 3 };
+/* Gathered plans (sn_policy_gather.c): the window counts tried, and the
+ * fractions of the budget (above the fixed bytes) the plan gathered is
+ * made for, leaving room for the memory gathering holds. */
+static const int gather_windows[] = {8, 16, 32, 64};
+static const double gather_fraction[] = {0.95, 0.9, 0.85, 0.8, 0.7, 0.6};
+enum { NGATHER = sizeof gather_windows / sizeof *gather_windows,
+       NFRACTIONS = sizeof gather_fraction / sizeof *gather_fraction };
+enum { MAX_CANDIDATES = 2 * 8 + 3 + NFRACTIONS };
 
 static int candidate_new(const sn_pol *P, candidate *c)
 {
@@ -262,8 +280,10 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     if (candidate_new(P, &c[0]) < 0)
         return -1;
     nc = 1;
-    if (sn_policy_auto_own(P, &c[0].acts, c[0].algo, &tl) < 0)
+    recipe own_r;
+    if (own_search(P, &c[0].acts, c[0].algo, &tl, &own_r) < 0)
         goto out;
+    int own_ok = own_r.rule >= 0;
     if (tl.feasible)
         c[0].ms = tl.iter_ms;
     /* The safety net: every seed policy's plan is simulated too, and one
@@ -312,6 +332,44 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             x->ms = tl.iter_ms;
         if (isfinite(x->ms) && x->ms <= c[best].ms + 1e-9)
             best = nc - 1;
+    }
+    /* On a VMM arena, where mapping and unmapping wait for the copies in
+     * flight: libsn's own plan made again for less than the budget and
+     * gathered at a few sync steps an iteration (sn_policy_gather.c),
+     * which holds memory longer and maps it earlier but waits less; per
+     * budget fraction the best window count is a candidate. */
+    if (P->m->remap_drains && own_ok) {
+        sn_pol Q = *P;
+        sn_pol_acts G = {0}, B = {0};
+        uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
+        for (int f = 0; f < NFRACTIONS && room; f++) {
+            Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
+            candidate *x = &c[nc];
+            if (candidate_new(P, x) < 0)
+                goto out;
+            nc++;
+            memcpy(x->algo, c[0].algo, (size_t)P->ns * sizeof *x->algo);
+            if (build(&Q, &own_r, x->algo, &B) < 0)
+                goto out;
+            for (int w = 0; w < NGATHER; w++) {
+                if (sn_pol_gather(P, &B, x->algo, gather_windows[w], &G) < 0 ||
+                    sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0) {
+                    sn_pol_acts_free(&G);
+                    sn_pol_acts_free(&B);
+                    goto out;
+                }
+                if (tl.feasible && tl.iter_ms < x->ms) {
+                    x->ms = tl.iter_ms;
+                    sn_pol_acts_free(&x->acts);
+                    x->acts = G;
+                    G = (sn_pol_acts){0};
+                }
+            }
+            if (x->ms < c[best].ms)
+                best = nc - 1;
+        }
+        sn_pol_acts_free(&G);
+        sn_pol_acts_free(&B);
     }
     /* The candidates worth measuring: auto's choice, then the next fastest
      * predicted within the slack asked for (one of each prediction:

@@ -36,6 +36,15 @@ int sn_pol_copy(sn_pol_acts *dst, const sn_pol_acts *src)
         memcpy(c.a, src->a, (size_t)src->n * sizeof *c.a);
         c.n = c.cap = src->n;
     }
+    if (src->sync) {
+        c.sync = malloc((size_t)src->nsync);
+        if (!c.sync) {
+            free(c.a);
+            return -1;
+        }
+        memcpy(c.sync, src->sync, (size_t)src->nsync);
+        c.nsync = src->nsync;
+    }
     sn_pol_acts_free(dst);
     *dst = c;
     return 0;
@@ -44,6 +53,7 @@ int sn_pol_copy(sn_pol_acts *dst, const sn_pol_acts *src)
 void sn_pol_acts_free(sn_pol_acts *A)
 {
     free(A->a);
+    free(A->sync);
     memset(A, 0, sizeof *A);
 }
 
@@ -415,6 +425,21 @@ int sn_pol_normalize(const sn_pol *P, sn_pol_acts *A)
     return 0;
 }
 
+int sn_pol_sort(const sn_pol *P, sn_pol_acts *A)
+{
+    issued *is = malloc((size_t)(A->n ? A->n : 1) * sizeof *is);
+    if (!is)
+        return -1;
+    for (int i = 0; i < A->n; i++)
+        is[i] = (issued){.a = A->a[i],
+                         .dist = A->a[i].op == SN_PLAN_PREFETCH ? sn_pol_dist(P, A->a[i].step, A->a[i].need) : 0};
+    qsort(is, (size_t)A->n, sizeof *is, by_issue);
+    for (int i = 0; i < A->n; i++)
+        A->a[i] = is[i].a;
+    free(is);
+    return 0;
+}
+
 /* ---- memory profile and evaluation -------------------------------------------------- */
 
 uint64_t sn_pol_profile(const sn_pol *P, const sn_pol_acts *A, const int *algo, uint64_t *mem)
@@ -483,7 +508,8 @@ int sn_pol_eval(const sn_pol *P, const sn_pol_acts *A, const int *algo, uint64_t
                  .nactions = A->n,
                  .actions = A->a,
                  .algo = (int *)algo,
-                 .gtbm_class = P->gtbm};
+                 .gtbm_class = P->gtbm,
+                 .sync = A->sync};
     return sn_plan_simulate(P->m, &p, tl, NULL, step_mem);
 }
 

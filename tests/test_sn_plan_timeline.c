@@ -225,6 +225,84 @@ static void test_remap_cost(void **state)
     near(tl.iter_ms, 8);
 }
 
+/* remap_drains: each mapping and unmapping waits for the copies in
+ * flight. Four 2 ms steps; C (4 MB) is written whole at 0 and offloaded
+ * after it (copy 2..6), A (2 MB) written at 0, dropped after it and
+ * written whole again at 2. Step 1 (host at 2) unmaps A, which waits for
+ * C's copy until 6: step 1 runs 6..8; step 2 (8) unmaps C (its copy done,
+ * nothing in flight) and maps A afresh; the iteration takes 12 ms. Without
+ * the waits, 8. Gathered at step 0 alone, A is never unmapped (its fresh
+ * write at 2 finds it still mapped) and C is unmapped at the next step 0,
+ * its copy long done: 8 ms again, the same 6 MB at the peak. */
+static void test_remap_drains(void **state)
+{
+    (void)state;
+    sn_plan_step st[4];
+    steps(st, 4, (double[]){2, 2, 2, 2});
+    static const sn_plan_access c[] = {{0, WK}}, a[] = {{0, WK}, {2, WK}};
+    sn_plan_tensor t[] = {T(4 * MB, 1, c), T(2 * MB, 2, a)};
+    sn_plan_model m = M(4, st, 2, t);
+    sn_plan_action act[] = {OFF(0, 0), DROP(1, 0)};
+    sn_plan p = P(NOLIMIT, NA(act), act);
+    double start[4];
+    sn_plan_timeline tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 8);
+    m.remap_drains = 1;
+    tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 12);
+    near(tl.stall_ms, 4);
+    near_all(start, (double[]){0, 6, 8, 10}, 4);
+    assert_int_equal(tl.peak_bytes, 6 * MB);
+
+    uint8_t sync[4] = {1, 0, 0, 0};
+    p.sync = sync;
+    tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 8);
+    near_all(start, (double[]){0, 2, 4, 6}, 4);
+    assert_int_equal(tl.peak_bytes, 6 * MB);
+    /* a budget under that peak: A's memory, held until step 0, is missing
+     * when C comes back there */
+    p.budget = 6 * MB - 1;
+    tl = sim(&m, &p, NULL, NULL);
+    assert_int_equal(tl.feasible, 0);
+    /* without remap_drains the sync steps change nothing */
+    m.remap_drains = 0;
+    p.budget = NOLIMIT;
+    tl = sim(&m, &p, NULL, NULL);
+    near(tl.iter_ms, 8);
+}
+
+/* A step's prefetches are all mapped before any of them copies: a copy
+ * started between two mappings would be waited for. Steps of 10, 2 and 10
+ * ms; A and B (2 MB each) are read at step 1, offloaded after it and
+ * prefetched at step 0 for it. At step 0 both copies are long done: both
+ * are unmapped, both mapped, then copied 0..2 and 2..4 while step 0 runs
+ * 0..10: 22 ms, no stall (mapping B after A's copy had started would have
+ * waited until 2: 24). */
+static void test_remap_maps_before_copies(void **state)
+{
+    (void)state;
+    sn_plan_step st[3];
+    steps(st, 3, (double[]){10, 2, 10});
+    static const sn_plan_access a[] = {{1, R}}, b[] = {{1, R}};
+    sn_plan_tensor t[] = {T(2 * MB, 1, a), T(2 * MB, 1, b)};
+    sn_plan_model m = M(3, st, 2, t);
+    m.remap_drains = 1;
+    sn_plan_action act[] = {PF(0, 0, 1), PF(1, 0, 1), OFF(0, 1), OFF(1, 1)};
+    sn_plan p = P(NOLIMIT, NA(act), act);
+    double start[3];
+    sn_plan_timeline tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 22);
+    near(tl.stall_ms, 0);
+    near_all(start, (double[]){0, 10, 12}, 3);
+    assert_int_equal(tl.h2d_bytes, 4 * MB);
+    assert_int_equal(tl.d2h_bytes, 4 * MB);
+}
+
 /* The same A with a fixed copy cost of 0.5 ms. The offload after step 0
  * runs 2..4.5 (0.5 fixed, 2 moving). Prefetched at step 3 itself, A copies
  * 6..8.5 and step 3 starts at 8.5: 2.5 ms stall. Prefetched at step 2 (host
@@ -943,6 +1021,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_actions),
         cmocka_unit_test(test_offload_hidden), cmocka_unit_test(test_remap_cost),
+        cmocka_unit_test(test_remap_drains), cmocka_unit_test(test_remap_maps_before_copies),
         cmocka_unit_test(test_late_prefetch),
         cmocka_unit_test(test_fifo),
         cmocka_unit_test(test_duplex_contention),

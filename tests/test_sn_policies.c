@@ -1008,6 +1008,57 @@ static void test_algo_infeasible(void **state)
     sn_plan_free(&p);
 }
 
+/* ---- gathering (sn_policy_gather.c) ---------------------------------------------------- */
+
+/* net4 in three windows of 4 ms: sync steps 0, 4 and 8. A1 leaves after
+ * step 1 and is prefetched at 7 for 8: issued at 4 instead. B2's offload
+ * after its last read (4) is of dead contents: a drop; B2 is then off when
+ * step 3 writes it whole: it is mapped at step 0. With remap_drains the
+ * gathered plan fits 70 MB (B2's memory is held until step 8). A
+ * prefetch with no sync step between its tensor's leaving and itself (A1
+ * at 3) makes its own step one, where B2 is then mapped too (the last
+ * sync step before its write). */
+static void test_gather(void **state)
+{
+    (void)state;
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, &net4, 60 * MB), 0);
+    int fw[12];
+    sn_pol_algo_framework(&P, fw);
+    sn_pol_acts A = {0}, G = {0};
+    static const sn_plan_action plan[] = {OFF(A1, 1), OFF(B2, 4), PF(A1, 7, 8)};
+    for (int i = 0; i < NA(plan); i++)
+        assert_int_equal(sn_pol_push(&A, plan[i].op, plan[i].tensor, plan[i].step, plan[i].need), 0);
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, &G), 0);
+    static const sn_plan_action want[] = {PF(B2, 0, 3), OFF(A1, 1), PF(A1, 4, 8), DROP(B2, 4)};
+    sn_plan view = {.nactions = G.n, .actions = G.a};
+    expect_actions(&view, want, NA(want));
+    assert_int_equal(G.nsync, 12);
+    static const uint8_t want_sync[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+    assert_memory_equal(G.sync, want_sync, 12);
+
+    sn_plan_model m = net4;
+    m.remap_drains = 1;
+    sn_pol Q;
+    assert_int_equal(sn_pol_init(&Q, &m, 70 * MB), 0);
+    sn_plan_timeline tl;
+    assert_int_equal(sn_pol_eval(&Q, &G, fw, 70 * MB, &tl, NULL), 0);
+    if (!tl.feasible)
+        fail_msg("step %d tensor %d: %s", tl.bad_step, tl.bad_tensor, tl.why);
+    sn_pol_fini(&Q);
+
+    A.a[2].step = 3; /* PF(A1, 3, 8) */
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, &G), 0);
+    static const sn_plan_action want3[] = {OFF(A1, 1), PF(B2, 3, 3), PF(A1, 3, 8), DROP(B2, 4)};
+    view = (sn_plan){.nactions = G.n, .actions = G.a};
+    expect_actions(&view, want3, NA(want3));
+    static const uint8_t want_sync3[12] = {1, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0};
+    assert_memory_equal(G.sync, want_sync3, 12);
+    sn_pol_acts_free(&A);
+    sn_pol_acts_free(&G);
+    sn_pol_fini(&P);
+}
+
 /* ---- normalisation ---------------------------------------------------------------------- */
 
 static void test_normalize(void **state)
@@ -1164,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_algo_upgrade),  cmocka_unit_test(test_algo_downgrade),
         cmocka_unit_test(test_algo_infeasible),
         cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_gather),
         cmocka_unit_test(test_sweep_net4),    cmocka_unit_test(test_sweep_res),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

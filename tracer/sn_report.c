@@ -175,6 +175,9 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                 sn_option_choice("SN_POLICY", s->plan_policy),
                 s->plan_liveness ? " (with the liveness drops of its framework)" : "",
                 (unsigned long long)s->plan_iterations, last, s->plan_predicted_ms);
+    if (s->plan_sync_steps)
+        fprintf(f, "  gathered           memory mapped and unmapped at %d sync steps of the iteration only\n",
+                s->plan_sync_steps);
     if (s->plan_trials > 1) {
         fprintf(f, "  candidates         %d plans auto predicted within %d%% of its best, each followed and one "
                    "iteration measured (predicted -> measured ms):",
@@ -516,7 +519,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                    "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
                    "\"algo_kept\":%llu,\"resumed\":%llu,\"off_steps\":%llu,\"plans\":%llu,\"iterations_last\":%llu,"
                    "\"bad_step\":%d,\"why\":%s%s%s,\"predicted_stall_ms\":%.6f,\"rebound\":%llu,"
-                   "\"candidate_kept\":%d,\"candidates\":[",
+                   "\"sync_steps\":%d,\"candidate_kept\":%d,\"candidates\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms,
                 (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
@@ -530,7 +533,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plans, (unsigned long long)s->plan_iterations_last, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
-                (unsigned long long)s->plan_rebound, s->plan_trial_kept);
+                (unsigned long long)s->plan_rebound, s->plan_sync_steps, s->plan_trial_kept);
         for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++)
             fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f}", r ? "," : "",
                     isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,

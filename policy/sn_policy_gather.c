@@ -1,0 +1,160 @@
+/*
+ * sn_policy_gather.c — a plan's memory moves gathered at a few sync steps.
+ *
+ * On a VMM arena every mapping and unmapping waits for the whole device,
+ * the copies in flight included (DESIGN.md's driver notes), so a plan that
+ * maps and unmaps at each of its moves serialises its copies with compute:
+ * each wait catches a copy half done. A gathered plan maps and unmaps only
+ * at sync steps, which cut the iteration into stretches of about equal
+ * compute time. A prefetch is issued at the last sync step at or before
+ * the step it was planned at (earlier, never later for its use); a tensor
+ * written fresh while it is off is mapped there too (a prefetch that
+ * copies nothing); an offload whose contents are never read again becomes
+ * a drop. What leaves between two sync steps keeps its memory until the
+ * second, which waits once for every copy, unmaps it all and maps what
+ * the next stretch needs. The price is memory, held longer and given
+ * earlier: the timeline says whether the plan still fits and what the
+ * fewer waits save, and auto keeps it only when it predicts it faster.
+ * Where no sync step lies between a tensor's leaving and its prefetch, the
+ * prefetch's own step becomes one.
+ */
+#include "policy/sn_policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The last sync step at or before each step (after sync[] changes at s,
+ * the steps from s on are redone). */
+static void prev_sync_from(const uint8_t *sync, int *prev, int ns, int s)
+{
+    for (; s < ns; s++)
+        prev[s] = sync[s] ? s : s > 0 ? prev[s - 1] : -1;
+}
+
+/* Where a move of tensor t for step s may be issued: the last sync step
+ * at or before s after `left` (the step t last left at before s, -1 when
+ * it left in the iteration before); s itself, made a sync step, when there
+ * is none. */
+static int issue_step(uint8_t *sync, int *prev, int ns, int s, int left)
+{
+    int q = prev[s];
+    if (q > left)
+        return q;
+    sync[s] = 1;
+    prev_sync_from(sync, prev, ns, s);
+    return s;
+}
+
+int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out)
+{
+    const sn_plan_model *m = P->m;
+    int ns = P->ns, nt = P->nt;
+    size_t ntc = (size_t)(nt > 0 ? nt : 1);
+    sn_pol_acts G = {0};
+    int *prev = malloc((size_t)ns * sizeof *prev);
+    int *left = malloc(ntc * sizeof *left);
+    uint8_t *on = malloc(ntc), *dropped = malloc(ntc);
+    G.sync = calloc((size_t)ns, 1);
+    G.nsync = ns;
+    if (!prev || !left || !on || !dropped || !G.sync || windows < 1)
+        goto fail;
+
+    double total = 0.0, acc = 0.0;
+    for (int s = 0; s < ns; s++)
+        total += sn_pol_ms(P, algo, s);
+    G.sync[0] = 1;
+    for (int s = 1; s < ns; s++) {
+        acc += sn_pol_ms(P, algo, s - 1);
+        if (acc * windows >= total) {
+            G.sync[s] = 1;
+            acc = 0.0;
+        }
+    }
+    prev_sync_from(G.sync, prev, ns, 0);
+
+    /* the moves, prefetches brought forward (A is sorted by step with a
+     * step's prefetches first, so left[t] is where t last left before) */
+    for (int t = 0; t < nt; t++)
+        left[t] = m->tensor[t].bounded ? m->tensor[t].alloc_step : -1;
+    for (int i = 0; i < A->n; i++) {
+        sn_plan_action a = A->a[i];
+        if (a.op == SN_PLAN_PREFETCH) {
+            a.step = issue_step(G.sync, prev, ns, a.step, left[a.tensor]);
+        } else {
+            left[a.tensor] = a.step;
+            if (a.op == SN_PLAN_OFFLOAD && sn_pol_dead_after(P, a.tensor, a.step))
+                a.op = SN_PLAN_DROP;
+        }
+        if (sn_pol_push(&G, a.op, a.tensor, a.step, a.need) < 0)
+            goto fail;
+    }
+
+    /* fresh writes to tensors that are off, mapped ahead: each tensor's
+     * prefetches, accesses and departures in step order */
+    sn_plan p = {.nactions = A->n, .actions = A->a, .algo = (int *)algo};
+    if (sn_plan_initial_residency(m, &p, on, dropped) < 0)
+        goto fail;
+    int *first = calloc(ntc + 1, sizeof *first), *order = malloc((size_t)(A->n ? A->n : 1) * sizeof *order);
+    if (!first || !order) {
+        free(first);
+        free(order);
+        goto fail;
+    }
+    for (int i = 0; i < A->n; i++)
+        first[A->a[i].tensor + 1]++;
+    for (int t = 0; t < nt; t++)
+        first[t + 1] += first[t];
+    int *fill = left; /* reused: each tensor's next free slot */
+    for (int t = 0; t < nt; t++)
+        fill[t] = first[t];
+    for (int i = 0; i < A->n; i++)
+        order[fill[A->a[i].tensor]++] = i;
+    int rc = 0;
+    for (int t = 0; t < nt && rc == 0; t++) {
+        const sn_plan_tensor *x = &m->tensor[t];
+        if (x->bounded || x->pinned || x->bytes == 0)
+            continue;
+        int st = on[t], gone = -1, j = first[t];
+        for (int i = 0; i < x->naccess && rc == 0; i++) {
+            int s = x->access[i].step;
+            /* this tensor's actions before the access: prefetches at s too */
+            for (; j < first[t + 1]; j++) {
+                const sn_plan_action *a = &A->a[order[j]];
+                if (a->step > s || (a->step == s && a->op != SN_PLAN_PREFETCH))
+                    break;
+                st = a->op == SN_PLAN_PREFETCH;
+                if (!st)
+                    gone = a->step;
+            }
+            if (!st && sn_plan_mode_fresh(x->access[i].mode)) {
+                int q = issue_step(G.sync, prev, ns, s, gone);
+                rc = sn_pol_push(&G, SN_PLAN_PREFETCH, t, q, s);
+            }
+            st = 1;
+            /* its departures at the access's step */
+            for (; j < first[t + 1] && A->a[order[j]].step == s; j++)
+                if (A->a[order[j]].op != SN_PLAN_PREFETCH) {
+                    st = 0;
+                    gone = s;
+                }
+        }
+    }
+    free(first);
+    free(order);
+    if (rc < 0 || sn_pol_sort(P, &G) < 0)
+        goto fail;
+    free(prev);
+    free(left);
+    free(on);
+    free(dropped);
+    sn_pol_acts_free(out);
+    *out = G;
+    return 0;
+fail:
+    free(prev);
+    free(left);
+    free(on);
+    free(dropped);
+    sn_pol_acts_free(&G);
+    return -1;
+}
