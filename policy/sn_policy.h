@@ -117,6 +117,9 @@ int sn_pol_sort(const sn_pol *P, sn_pol_acts *A);
  * with remap_drains the device waits at those steps only. Returns 0 or -1
  * (out of memory). */
 int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out);
+/* The same at the sync steps given (ns flags; step 0 always is one, and
+ * a prefetch may add its own). */
+int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, sn_pol_acts *out);
 
 /* A tensor's state while a step runs, as the profile and the cache track it. */
 enum { SN_POL_OFF = 0, SN_POL_ON = 1, SN_POL_COMING = 2 };

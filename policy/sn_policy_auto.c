@@ -255,6 +255,63 @@ typedef struct candidate {
     double ms;           /* predicted iteration time; infinite when it does not fit */
 } candidate;
 
+/* The gathered candidate x, made from plan B, with its sync steps moved
+ * a few steps either way, taken out, or a stretch split in two, wherever
+ * the timeline predicts that faster: a sync step waits for every copy in
+ * flight, and equal stretches of compute put some of them where many
+ * are. Passes until one changes nothing (at most MAX_PASSES), at most
+ * MAX_TRIES timelines in all. */
+static int sync_search(const sn_pol *P, const sn_pol_acts *B, candidate *x, sn_plan_timeline *tl)
+{
+    enum { MAX_TRIES = 600, MAX_PASSES = 4, SPLIT = 1000 };
+    static const int moves[] = {0, -16, 16, -8, 8, -3, 3, -1, 1, SPLIT}; /* 0: taken out */
+    int ns = P->ns, tries = 0;
+    uint8_t *sync = malloc((size_t)ns);
+    sn_pol_acts G = {0};
+    if (!sync)
+        return -1;
+    for (int pass = 0, changed = 1; pass < MAX_PASSES && changed; pass++) {
+        changed = 0;
+        for (int s = 1; s < ns && tries < MAX_TRIES; s++) {
+            if (!x->acts.sync[s])
+                continue;
+            int lo = s - 1, hi = s + 1;
+            while (lo > 0 && !x->acts.sync[lo])
+                lo--;
+            while (hi < ns && !x->acts.sync[hi])
+                hi++;
+            for (size_t k = 0; k < sizeof moves / sizeof *moves && tries < MAX_TRIES; k++) {
+                int d = moves[k], to = d == SPLIT ? s + (hi - s) / 2 : s + d;
+                if (d && (to <= (d == SPLIT ? s : lo) || to >= hi))
+                    continue;
+                memcpy(sync, x->acts.sync, (size_t)ns);
+                if (d != SPLIT)
+                    sync[s] = 0;
+                if (d)
+                    sync[to] = 1;
+                tries++;
+                if (sn_pol_gather_at(P, B, x->algo, sync, &G) < 0 ||
+                    sn_pol_eval(P, &G, x->algo, P->budget, tl, NULL) < 0) {
+                    sn_pol_acts_free(&G);
+                    free(sync);
+                    return -1;
+                }
+                if (tl->feasible && tl->iter_ms < x->ms * (1.0 - 1e-9)) {
+                    x->ms = tl->iter_ms;
+                    sn_pol_acts tmp = x->acts;
+                    x->acts = G;
+                    G = tmp;
+                    changed = 1;
+                    break;
+                }
+            }
+        }
+    }
+    sn_pol_acts_free(&G);
+    free(sync);
+    return 0;
+}
+
 /* Gathered plans (sn_policy_gather.c): the window counts tried, and the
  * fractions of the budget (above the fixed bytes) the plan gathered is
  * made for, leaving room for the memory gathering holds. */
@@ -340,7 +397,8 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
      * budget fraction the best window count is a candidate. */
     if (P->m->remap_drains && own_ok) {
         sn_pol Q = *P;
-        sn_pol_acts G = {0}, B = {0};
+        sn_pol_acts G = {0}, B = {0}, gbase = {0};
+        int gbest = -1;
         uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
         for (int f = 0; f < NFRACTIONS && room; f++) {
             Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
@@ -365,11 +423,23 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
                     G = (sn_pol_acts){0};
                 }
             }
-            if (x->ms < c[best].ms)
-                best = nc - 1;
+            if (isfinite(x->ms) && (gbest < 0 || x->ms < c[gbest].ms)) {
+                gbest = nc - 1;
+                sn_pol_acts_free(&gbase);
+                gbase = B;
+                B = (sn_pol_acts){0};
+            }
         }
         sn_pol_acts_free(&G);
         sn_pol_acts_free(&B);
+        if (gbest >= 0 && sync_search(P, &gbase, &c[gbest], &tl) < 0) {
+            sn_pol_acts_free(&gbase);
+            goto out;
+        }
+        sn_pol_acts_free(&gbase);
+        for (int i = 0; i < nc; i++)
+            if (c[i].ms < c[best].ms)
+                best = i;
     }
     /* The candidates worth measuring: auto's choice, then the next fastest
      * predicted within the slack asked for (one of each prediction:

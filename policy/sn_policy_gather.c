@@ -47,6 +47,30 @@ static int issue_step(uint8_t *sync, int *prev, int ns, int s, int left)
 
 int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out)
 {
+    int ns = P->ns;
+    uint8_t *sync = calloc((size_t)ns, 1);
+    if (!sync || windows < 1) {
+        free(sync);
+        return -1;
+    }
+    double total = 0.0, acc = 0.0;
+    for (int s = 0; s < ns; s++)
+        total += sn_pol_ms(P, algo, s);
+    sync[0] = 1;
+    for (int s = 1; s < ns; s++) {
+        acc += sn_pol_ms(P, algo, s - 1);
+        if (acc * windows >= total) {
+            sync[s] = 1;
+            acc = 0.0;
+        }
+    }
+    int rc = sn_pol_gather_at(P, A, algo, sync, out);
+    free(sync);
+    return rc;
+}
+
+int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, sn_pol_acts *out)
+{
     const sn_plan_model *m = P->m;
     int ns = P->ns, nt = P->nt;
     size_t ntc = (size_t)(nt > 0 ? nt : 1);
@@ -54,22 +78,12 @@ int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int wi
     int *prev = malloc((size_t)ns * sizeof *prev);
     int *left = malloc(ntc * sizeof *left);
     uint8_t *on = malloc(ntc), *dropped = malloc(ntc);
-    G.sync = calloc((size_t)ns, 1);
+    G.sync = malloc((size_t)ns);
     G.nsync = ns;
-    if (!prev || !left || !on || !dropped || !G.sync || windows < 1)
+    if (!prev || !left || !on || !dropped || !G.sync)
         goto fail;
-
-    double total = 0.0, acc = 0.0;
-    for (int s = 0; s < ns; s++)
-        total += sn_pol_ms(P, algo, s);
+    memcpy(G.sync, sync, (size_t)ns);
     G.sync[0] = 1;
-    for (int s = 1; s < ns; s++) {
-        acc += sn_pol_ms(P, algo, s - 1);
-        if (acc * windows >= total) {
-            G.sync[s] = 1;
-            acc = 0.0;
-        }
-    }
     prev_sync_from(G.sync, prev, ns, 0);
 
     /* the moves, prefetches brought forward (A is sorted by step with a
