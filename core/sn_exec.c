@@ -385,6 +385,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     }
     sn_exec_fit_to_arena(&ps, &pm, granule);
     pm.remap_drains = remap_drains;
+    pm.free_drains = 1; /* the framework's cudaFree waits for the device */
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
@@ -409,6 +410,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
             sn_exec_fit_to_arena(&ks, &km, granule);
             km.remap_drains = remap_drains;
+            km.free_drains = 1;
             if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking

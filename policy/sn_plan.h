@@ -109,6 +109,9 @@ typedef struct sn_plan_model {
      * copies in flight included (cuMemMap's cuMemSetAccess and cuMemUnmap
      * on a VMM arena); 0: only the host times above (a contiguous pool) */
     int remap_drains;
+    /* 1: freeing a tensor the iteration allocates (bounded) waits for the
+     * whole device first, copies in flight included, as cudaFree does */
+    int free_drains;
 } sn_plan_model;
 
 enum sn_plan_op { SN_PLAN_PREFETCH, SN_PLAN_OFFLOAD, SN_PLAN_DROP };

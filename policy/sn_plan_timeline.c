@@ -29,6 +29,8 @@
  * for the copies in flight as well, as the executor's do: a step's maps
  * come before its copies in, and a tensor that left is unmapped at the
  * first step start after its copy out completed (a drop: the next one).
+ * With free_drains a step after which tensors are freed waits for the
+ * copies in flight too (cudaFree synchronises the device).
  * A plan with sync steps maps and unmaps only there: what left in
  * between keeps its memory until the next sync step, which waits for every
  * copy, unmaps it all, then maps that step's prefetches.
@@ -740,6 +742,8 @@ static int tl_step(tl *x, tl_run *r, int s)
         if (p->actions[x->act.item[j]].op != SN_PLAN_PREFETCH &&
             (rc = tl_after(x, r, x->act.item[j], s)) != TL_GO)
             return rc;
+    if (m->free_drains && x->release.off[s] < x->release.off[s + 1] && tl_drain(x) < 0)
+        return TL_ERR;
     for (int j = x->release.off[s]; j < x->release.off[s + 1]; j++) {
         int t = x->release.item[j];
         if (x->state[t] != TL_OFF)

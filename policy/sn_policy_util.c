@@ -406,20 +406,10 @@ int sn_pol_normalize(const sn_pol *P, sn_pol_acts *A)
         rc = normalize_tensor(P, t, k + j0, j - j0, &out);
     }
     free(k);
-    issued *is = rc == 0 ? malloc((size_t)(out.n ? out.n : 1) * sizeof *is) : NULL;
-    if (!is) {
+    if (rc != 0 || sn_pol_sort(P, &out) != 0) {
         sn_pol_acts_free(&out);
         return -1;
     }
-    for (int i = 0; i < out.n; i++)
-        is[i] = (issued){.a = out.a[i],
-                         .dist = out.a[i].op == SN_PLAN_PREFETCH
-                                     ? sn_pol_dist(P, out.a[i].step, out.a[i].need)
-                                     : 0};
-    qsort(is, (size_t)out.n, sizeof *is, by_issue);
-    for (int i = 0; i < out.n; i++)
-        out.a[i] = is[i].a;
-    free(is);
     sn_pol_acts_free(A);
     *A = out;
     return 0;

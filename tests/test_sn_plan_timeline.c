@@ -275,6 +275,33 @@ static void test_remap_drains(void **state)
     near(tl.iter_ms, 8);
 }
 
+/* free_drains: freeing a tensor the iteration allocates waits for the
+ * device, as cudaFree does. test_offload_hidden's A with B (1 MB) alive in
+ * step 0 only: after step 0 A's copy out starts (2..4) and B's free waits
+ * for it, so step 1 runs 4..6, the prefetch at step 2 copies 6..8 beside
+ * it and step 3 runs 8..10: 2 ms of stall (none without the wait). */
+static void test_free_drains(void **state)
+{
+    (void)state;
+    sn_plan_step st[4];
+    steps(st, 4, (double[]){2, 2, 2, 2});
+    static const sn_plan_access a[] = {{0, WK}, {3, R}}, b[] = {{0, WK}};
+    sn_plan_tensor t[] = {T(2 * MB, 2, a), Tb(1 * MB, 0, 0, 1, b)};
+    sn_plan_model m = M(4, st, 2, t);
+    sn_plan_action act[] = {OFF(0, 0), PF(0, 2, 3)};
+    sn_plan p = P(NOLIMIT, NA(act), act);
+    double start[4];
+    sn_plan_timeline tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 8);
+    m.free_drains = 1;
+    tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 10);
+    near(tl.stall_ms, 2);
+    near_all(start, (double[]){0, 4, 6, 8}, 4);
+}
+
 /* A step's prefetches are all mapped before any of them copies: a copy
  * started between two mappings would be waited for. Steps of 10, 2 and 10
  * ms; A and B (2 MB each) are read at step 1, offloaded after it and
@@ -1022,6 +1049,7 @@ int main(void)
         cmocka_unit_test(test_no_actions),
         cmocka_unit_test(test_offload_hidden), cmocka_unit_test(test_remap_cost),
         cmocka_unit_test(test_remap_drains), cmocka_unit_test(test_remap_maps_before_copies),
+        cmocka_unit_test(test_free_drains),
         cmocka_unit_test(test_late_prefetch),
         cmocka_unit_test(test_fifo),
         cmocka_unit_test(test_duplex_contention),
