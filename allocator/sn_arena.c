@@ -2321,9 +2321,6 @@ void sn_arena_reap(sn_arena *ar, int wait)
     /* a racy peek: a block starting to leave now is reaped next time */
     if (!ar || ar->pool || !__atomic_load_n(&ar->nleaving, __ATOMIC_RELAXED))
         return;
-    if (!wait && getenv("XIDLE") && (SN_REAL(cudaStreamQuery)(ar->copy_in_stream) != cudaSuccess ||
-                                     SN_REAL(cudaStreamQuery)(ar->copy_stream) != cudaSuccess))
-        return;
     enum { MAX = 64 };
     sn_block *go[MAX];
     cudaEvent_t ev[MAX];

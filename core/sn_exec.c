@@ -186,10 +186,14 @@ static int sn_exec_index(sn_exec *ex)
  * granule leaves when all it holds may): the plan keeps them in place. A
  * plan that counted the bytes asked for would promise room the arena does
  * not have, and demand evictions would make up the difference at the
- * worst moments.
+ * worst moments. The model also says which waits for the device moving
+ * memory costs: a VMM arena's mappings and unmappings (remap_drains) and
+ * the framework's own frees (cudaFree synchronises).
  */
-static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule)
+static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule, int remap_drains)
 {
+    pm->remap_drains = remap_drains;
+    pm->free_drains = 1; /* the framework's cudaFree waits for the device */
     if (!granule)
         return;
     for (int k = 0; k < pm->ntensors; k++) {
@@ -383,9 +387,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_model_free(&m);
         return -1;
     }
-    sn_exec_fit_to_arena(&ps, &pm, granule);
-    pm.remap_drains = remap_drains;
-    pm.free_drains = 1; /* the framework's cudaFree waits for the device */
+    sn_exec_fit_to_arena(&ps, &pm, granule, remap_drains);
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
@@ -408,9 +410,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         int switched = 0;
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
-            sn_exec_fit_to_arena(&ks, &km, granule);
-            km.remap_drains = remap_drains;
-            km.free_drains = 1;
+            sn_exec_fit_to_arena(&ks, &km, granule, remap_drains);
             if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking

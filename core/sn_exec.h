@@ -134,9 +134,9 @@ typedef struct sn_exec {
  * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
  * demand residency only). granule: the arena's physical granule (0: sizes
  * as asked). remap_drains: the arena maps and unmaps with waits for the
- * whole device (VMM; sn_plan.h). rank: -1 for the first plan of an iteration learned (auto's
- * candidates are then measured in turn), else which of auto's candidates
- * to follow. */
+ * whole device (VMM; sn_plan.h). rank: -1 for the first plan of an
+ * iteration learned (auto's candidates are then measured in turn), else
+ * which of auto's candidates to follow. */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
                   uint64_t budget, uint64_t granule, int remap_drains, int rank);
 

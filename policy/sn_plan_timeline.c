@@ -530,12 +530,12 @@ static int tl_unmaps(tl *x, int s)
         return TL_GO;
     int n = 0;
     for (int i = 0; i < x->npend; i++)
-        n += x->gathered || x->pend_c[i] < 0 || x->copy[x->pend_c[i]].done;
+        if (x->gathered || x->pend_c[i] < 0 || x->copy[x->pend_c[i]].done) {
+            x->pend_c[i] = -2; /* unmapped now */
+            n++;
+        }
     if (!n)
         return TL_GO;
-    for (int i = x->npend - 1; i >= 0; i--)
-        if (x->gathered || x->pend_c[i] < 0 || x->copy[x->pend_c[i]].done)
-            x->pend_c[i] = -2; /* unmapped now */
     if (tl_drain(x) < 0)
         return TL_ERR;
     for (int i = x->npend - 1; i >= 0; i--)
