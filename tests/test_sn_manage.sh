@@ -258,6 +258,10 @@ done
 # the plan. All at half of what the trainer allocates (plus the libraries'
 # own memory), under auto and a seed policy, bit-identical to the run
 # without libsn (evaluation losses too), and nothing dropped is read.
+# auto follows its own choice alone here (SN_CANDIDATES=1): measuring its
+# candidates in turn makes a new plan every few iterations, and the last
+# one made could have been followed for none when the run ends (the
+# candidates are tested below).
 full() { grep -E '^(iter [0-9]+ loss|eval [0-9]+ loss|checksum)' "$1" | sed -E 's/ time .*//'; }
 base=(--net resnet --depth 8 --input 32 --batch 8 --width 8 --alloc caffe --iters 20)
 SN_MODE=trace SN_REPORT="$tmp/op.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" >/dev/null 2>&1
@@ -272,8 +276,8 @@ print(" ".join(str(p[k] if k in p else m[k]) for k in sys.argv[2:]))' "$@" 2>/de
 offplan() { # TAG POLICY TRAINER-ARGS...: runs it with and without libsn; sets rc, same
     local tag=$1 pol=$2; shift 2
     "$trainer" "${base[@]}" "$@" >"$tmp/op.plain" 2>&1
-    SN_POLICY=$pol SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.$tag.json" LD_PRELOAD="$SN_PRELOAD" \
-        "$trainer" "${base[@]}" "$@" >"$tmp/op.$tag.out" 2>"$tmp/op.$tag.err"
+    SN_POLICY=$pol SN_CANDIDATES=1 SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.$tag.json" \
+        LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" "$@" >"$tmp/op.$tag.out" 2>"$tmp/op.$tag.err"
     rc=$?
     same=1
     [ "$(full "$tmp/op.plain" | grep -c .)" -gt 20 ] && diff -q <(full "$tmp/op.plain") <(full "$tmp/op.$tag.out") >/dev/null &&
