@@ -181,6 +181,8 @@ struct sn_arena {
     /* address space: the current reservation, bump-allocated */
     uintptr_t va_cur, va_end;
     uint64_t va_chunk;
+    uint64_t va_reserved;  /* address space reserved so far */
+    int va_refused;        /* the driver's answer when it last refused more (0: never) */
     /* blocks */
     sn_block **blocks;
     size_t nblocks, cap_blocks;
@@ -339,32 +341,55 @@ static uint64_t sn_round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
-static int sn_arena_reserve(sn_arena *ar, uint64_t bytes)
+/* The first reservation: four times the device's memory, or less (down to
+ * the device's memory) where the driver's address space is smaller. */
+static int sn_arena_reserve(sn_arena *ar, uint64_t bytes, uint64_t least)
 {
     CUdeviceptr p = 0;
-    sn_witness_cuda("cuMemAddressReserve");
-    CUresult rc = SN_REAL(cuMemAddressReserve)(&p, bytes, ar->gran, 0, 0);
+    CUresult rc;
+    for (;;) {
+        sn_witness_cuda("cuMemAddressReserve");
+        rc = SN_REAL(cuMemAddressReserve)(&p, bytes, ar->gran, 0, 0);
+        if (rc == CUDA_SUCCESS || bytes <= least)
+            break;
+        bytes = bytes / 2 > least ? sn_round_up(bytes / 2, ar->gran) : least;
+    }
     if (rc != CUDA_SUCCESS)
         return -1;
     ar->va_cur = (uintptr_t)p;
     ar->va_end = (uintptr_t)p + bytes;
+    ar->va_reserved = bytes;
     return 0;
 }
 
 /* The reservation is used up: reserves a chunk for at least bytes more,
  * with the lock released for the driver call (the rest of the old
- * reservation is abandoned: address space is plentiful). */
+ * reservation is abandoned: address space is plentiful). A driver that
+ * refuses the usual chunk is asked for less, down to the bytes needed; if
+ * even that is refused, the arena remembers it (sn_arena_va_exhausted) so
+ * that the out-of-memory error names the cause. */
 static void sn_arena_reserve_more_locked(sn_arena *ar, uint64_t bytes)
 {
     sn_lock_give(&ar->lock);
     CUdeviceptr p = 0;
-    uint64_t chunk = ar->va_chunk > bytes ? ar->va_chunk : sn_round_up(bytes, ar->gran);
-    sn_witness_cuda("cuMemAddressReserve");
-    CUresult rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
+    uint64_t need = sn_round_up(bytes, ar->gran);
+    uint64_t chunk = ar->va_chunk > need ? ar->va_chunk : need;
+    CUresult rc;
+    for (;;) {
+        sn_witness_cuda("cuMemAddressReserve");
+        rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
+        if (rc == CUDA_SUCCESS || chunk == need)
+            break;
+        chunk = chunk / 2 > need ? sn_round_up(chunk / 2, ar->gran) : need;
+    }
     sn_lock_take(&ar->lock);
     if (rc == CUDA_SUCCESS) {
         ar->va_cur = (uintptr_t)p;
         ar->va_end = (uintptr_t)p + chunk;
+        ar->va_reserved += chunk;
+        ar->va_refused = 0;
+    } else {
+        ar->va_refused = (int)rc;
     }
 }
 
@@ -491,7 +516,7 @@ static sn_arena *sn_arena_create(int dev)
     ar->budget = budget / g * g;
     ar->total = total;
     ar->va_chunk = sn_round_up((uint64_t)total * 4 > (8ULL << 30) ? (uint64_t)total * 4 : (8ULL << 30), g);
-    if (sn_arena_reserve(ar, ar->va_chunk) != 0) {
+    if (sn_arena_reserve(ar, ar->va_chunk, sn_round_up(total, g)) != 0) {
         sn_warn("device %d: cannot reserve %llu bytes of address space; observing only", dev,
                 (unsigned long long)ar->va_chunk);
         free(ar);
@@ -1878,9 +1903,10 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     }
     if (!b) {
         ar->st.oom_allocs++;
+        int no_va = ar->va_refused != 0;
         sn_lock_give(&ar->lock);
         free(a);
-        return SN_ARENA_NOMEM;
+        return no_va ? SN_ARENA_NO_VA : SN_ARENA_NOMEM;
     }
     a->ar = ar;
     a->b = b;
@@ -2483,5 +2509,7 @@ void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
     *out = ar->st;
     out->host_peak = ar->stage.peak;
     out->resident_now = ar->resident_bytes;
+    out->va_reserved = ar->va_reserved;
+    out->held_now = ar->held;
     sn_lock_give(&ar->lock);
 }

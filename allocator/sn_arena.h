@@ -47,6 +47,7 @@ enum sn_arena_rc {
     SN_ARENA_PASS = 1,   /* not the arena's: forward to the real function */
     SN_ARENA_NOMEM = 2,  /* does not fit the budget (or the host limit) */
     SN_ARENA_NO_SCRATCH = 3, /* the stream has no scratch block of the size asked (sn_arena_scratch makes one) */
+    SN_ARENA_NO_VA = 4,  /* the driver would reserve no more address space */
 };
 
 /* Devices an arena can be set up for (SN_MAX_DEVICES, checked in sn_arena.c). */

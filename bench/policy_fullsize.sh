@@ -70,8 +70,34 @@ except Exception:
     print("no plan")
 PY
 }
-trains() { # args...: 0 when the run completes
-    SN_REPORT=off LD_PRELOAD="$LIBSN" "$SNTRAIN" "$@" --alloc dynamic --iters 3 >/dev/null 2>&1
+trains() { # args...: 0 when the run completes (a failure's stderr kept in fail.err)
+    SN_REPORT=off LD_PRELOAD="$LIBSN" "$SNTRAIN" "$@" --alloc dynamic --iters 3 >/dev/null 2>"$tmp/run.err" && return 0
+    cp "$tmp/run.err" "$tmp/fail.err"
+    return 1
+}
+# What stopped the last run that failed, in a few words, from libsn's error.
+why_failed() {
+    python3 - "$tmp/fail.err" <<'PY'
+import re, sys
+try:
+    text = open(sys.argv[1]).read()
+except OSError:
+    text = ""
+m = re.search(r"libsn: out of memory: device \d+: (.*?) needs ([0-9.]+) MiB resident at once", text)
+if m:
+    print("one step's working set: %s needs %.0f MiB at once" % (m.group(1), float(m.group(2))))
+    sys.exit()
+m = re.search(r"does not fit: ([0-9.]+) MiB allocated already.*SN_HOST_LIMIT \(([0-9.]+) MiB\)", text)
+if m:
+    print("host memory: %.0f GiB allocated, more than the budget plus SN_HOST_LIMIT (%.0f GiB)"
+          % (float(m.group(1)) / 1024, float(m.group(2)) / 1024))
+    sys.exit()
+if "needs address space" in text:
+    print("address space (cuMemAddressReserve refused)")
+    sys.exit()
+lines = [l for l in text.splitlines() if "out of memory" in l or "error" in l]
+print((lines[0] if lines else "did not finish").replace("|", "/")[:100])
+PY
 }
 
 {
@@ -126,6 +152,7 @@ largest() { # policy opts...
     local p=$1
     shift
     local lo=0 hi=16
+    rm -f "$tmp/fail.err"
     while SN_POLICY=$p trains "$@" --batch $hi; do
         lo=$hi
         hi=$((hi * 2))
@@ -135,21 +162,23 @@ largest() { # policy opts...
         local mid=$(((lo + hi) / 32 * 16))
         if SN_POLICY=$p trains "$@" --batch $mid; then lo=$mid; else hi=$mid; fi
     done
-    echo $lo
+    echo "$lo"
+    [ "$p" = off ] || echo "at $hi, $(why_failed)" >"$tmp/why"
 }
 {
     echo
     echo "## Largest batch in 12 GB"
     echo
     echo "Dynamic allocation style; doubled from 16 while three iterations train, then bisected"
-    echo "to a multiple of 16."
+    echo "to a multiple of 16. The last column: what stops the smallest batch that does not"
+    echo "train under ${MAXB_POLICIES[-1]}, from libsn's error."
     echo
     printf '| network | without libsn |'
     for p in "${MAXB_POLICIES[@]}"; do printf ' %s |' "$p"; done
-    echo ' target | published |'
+    echo ' target | published | the next batch |'
     printf '|---|---|'
     for p in "${MAXB_POLICIES[@]}"; do printf -- '---|'; done
-    echo '---|---|'
+    echo '---|---|---|'
 } >>"$tmp/table.md"
 for row in "${maxb_nets[@]}"; do
     IFS='|' read -r name opts target published <<<"$row"
@@ -157,13 +186,14 @@ for row in "${maxb_nets[@]}"; do
     echo "policy_fullsize: largest batch: $name" >&2
     line="| $name | $(SN_MODE=off largest off "${args[@]}") |"
     for p in "${MAXB_POLICIES[@]}"; do line+=" $(largest "$p" "${args[@]}") |"; done
-    echo "$line >= $target | $published |" >>"$tmp/table.md"
+    echo "$line >= $target | $published | $(cat "$tmp/why") |" >>"$tmp/table.md"
 done
 
 # The deepest ResNet at batch 16: depth 3k+2 doubled from 56, then
 # bisected (to 48 layers).
 deepest() { # policy
     local p=$1 lo=0 hi=56
+    rm -f "$tmp/fail.err"
     while SN_POLICY=$p trains --net resnet --depth $hi --batch 16; do
         lo=$hi
         hi=$((hi * 2 - 2))
@@ -173,27 +203,29 @@ deepest() { # policy
         local mid=$(((lo + hi) / 6 * 3 + 2))
         if SN_POLICY=$p trains --net resnet --depth $mid --batch 16; then lo=$mid; else hi=$mid; fi
     done
-    echo $lo
+    echo "$lo"
+    [ "$p" = off ] || echo "at depth $hi, $(why_failed)" >"$tmp/why"
 }
 {
     echo
     echo "## Deepest ResNet at batch 16 in 12 GB"
     echo
     echo "Dynamic allocation style; depth doubled from 56 while three iterations train, then"
-    echo "bisected to within 48 layers."
+    echo "bisected to within 48 layers. The last column: what stops the shallowest depth that"
+    echo "does not train under ${MAXB_POLICIES[-1]}."
     echo
     printf '| without libsn |'
     for p in "${MAXB_POLICIES[@]}"; do printf ' %s |' "$p"; done
-    echo ' target | published |'
+    echo ' target | published | the next depth |'
     printf '|---|'
     for p in "${MAXB_POLICIES[@]}"; do printf -- '---|'; done
-    echo '---|---|'
+    echo '---|---|---|'
     line="| $(SN_MODE=off deepest off) |"
     for p in "${MAXB_POLICIES[@]}"; do
         echo "policy_fullsize: deepest ResNet: $p" >&2
         line+=" $(deepest "$p") |"
     done
-    echo "$line >= 2500 | SuperNeurons 1920 |"
+    echo "$line >= 2500 | SuperNeurons 1920 | $(cat "$tmp/why") |"
 } >>"$tmp/table.md"
 mkdir -p "$OUT"
 cp "$tmp/table.md" "$OUT/policies_12gb.md"

@@ -31,6 +31,7 @@ typedef struct sn_manage_stats {
     uint64_t allocs, alloc_bytes;        /* allocations served */
     uint64_t passed, passed_bytes;       /* device allocations left to CUDA (managed, stream-ordered) */
     uint64_t blocks;                     /* blocks created */
+    uint64_t va_reserved;                /* address space reserved for them */
     uint64_t swap_in, swap_in_bytes;     /* copies host -> device */
     uint64_t swap_out, swap_out_bytes;   /* copies device -> host */
     uint64_t evictions;                  /* blocks unmapped to make room */
@@ -42,6 +43,7 @@ typedef struct sn_manage_stats {
     uint64_t fences, host_waits;         /* event fences built, host-side waits for swaps */
     uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
     uint64_t resident_now;               /* bytes mapped when the stats were taken */
+    uint64_t held_now;                   /* bytes of blocks allocated when the stats were taken */
     uint64_t peak_physical;              /* most bytes of physical handles (mapped + cached) */
     uint64_t handles_created, handles_created_bytes; /* physical handles made (cuMemCreate) */
     uint64_t peak_allocated;             /* most bytes the framework had allocated at once */

@@ -488,6 +488,11 @@ void sn_core_lib_scope_end(void *handle)
     sc->n = 0;
 }
 
+static uint64_t sn_round_up_gran(uint64_t v, uint64_t g)
+{
+    return g ? (v + g - 1) / g * g : v;
+}
+
 static void sn_mib(char *out, size_t cap, uint64_t bytes)
 {
     snprintf(out, cap, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
@@ -530,16 +535,34 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
     sn_mib(sz, sizeof sz, size);
     sn_mib(bud, sizeof bud, st.budget);
     sn_mib(host, sizeof host, st.host_limit);
+    if (rc == SN_ARENA_NO_VA) {
+        /* every size seen keeps its address range for reuse: a program
+         * that allocates ever new sizes uses the space up */
+        char va[32];
+        sn_mib(va, sizeof va, st.va_reserved);
+        sn_warn("out of memory: device %d: an allocation of %s needs address space, and the driver reserves no "
+                "more (cuMemAddressReserve refused; %s reserved so far for %llu blocks of libsn's)",
+                dev, sz, va, (unsigned long long)st.blocks);
+        return SN_CORE_NOMEM;
+    }
     if (st.pool) {
         sn_warn("out of memory: device %d: an allocation of %s does not fit in libsn's pool (SN_BUDGET %s): "
                 "without VMM nothing can leave the device, so a larger budget (or device) is needed",
                 dev, sz, bud);
         return SN_CORE_NOMEM;
     }
-    sn_warn("out of memory: device %d: an allocation of %s cannot be served: a block must fit SN_BUDGET "
-            "(%s), and everything allocated must fit the budget plus SN_HOST_LIMIT (%s); a budget of at "
-            "least %s would serve this allocation",
-            dev, sz, bud, host, sz);
+    if (sn_round_up_gran(size, st.granularity) > st.budget) {
+        sn_warn("out of memory: device %d: an allocation of %s is larger than SN_BUDGET (%s): a budget of at "
+                "least %s would serve it",
+                dev, sz, bud, sz);
+        return SN_CORE_NOMEM;
+    }
+    char held[32];
+    sn_mib(held, sizeof held, st.held_now);
+    sn_warn("out of memory: device %d: an allocation of %s does not fit: %s allocated already, and everything "
+            "allocated must fit SN_BUDGET (%s) plus SN_HOST_LIMIT (%s) of pinned host memory for what leaves "
+            "the device; a larger SN_HOST_LIMIT would serve it",
+            dev, sz, held, bud, host);
     return SN_CORE_NOMEM;
 }
 

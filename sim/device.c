@@ -125,14 +125,17 @@ static void init_device(struct simgpu_device *d, int idx, const simgpu_profile *
     d->pool.follow_events = d->pool.opportunistic = d->pool.internal_deps = 1;
     d->prof = p;
     d->capacity = cap;
-    /* Address space: generous, because reserving costs nothing and libsn may
-     * reserve several times the capacity for its tensors.  A process whose
-     * address space is fenced in (ThreadSanitizer keeps applications to a few
-     * TiB-sized windows, ulimit -v) may refuse the generous span for a large
-     * device; then ask for less, down to the capacity itself, as a driver on
-     * a smaller virtual address space would offer less. */
+    /* Address space: generous, because reserving costs nothing and libsn
+     * reserves address space for every size of tensor it has seen (the real
+     * driver offers tens of TiB: a 47- or 49-bit space shared with the host);
+     * the VMM part is 32 times the capacity unless SIMGPU_VA says otherwise.
+     * A process whose address space is fenced in (ThreadSanitizer keeps
+     * applications to a few TiB-sized windows, ulimit -v) may refuse the
+     * generous span for a large device; then ask for less, down to the
+     * capacity itself, as a driver on a smaller virtual address space would
+     * offer less. */
     static const struct { unsigned heap_x4, vmm_x4; } k_spans[] = {
-        {8, 32}, {8, 16}, {6, 8}, {5, 5}, {4, 4},
+        {8, 128}, {8, 32}, {8, 16}, {6, 8}, {5, 5}, {4, 4},
     };
     void *base = MAP_FAILED;
     size_t span = 0;
@@ -140,6 +143,8 @@ static void init_device(struct simgpu_device *d, int idx, const simgpu_profile *
         size_t heap = cap / 4 * k_spans[i].heap_x4, vmm = cap / 4 * k_spans[i].vmm_x4;
         size_t min_heap = i == 0 ? (size_t)1 << 30 : (size_t)64 << 20;
         size_t min_vmm = i == 0 ? (size_t)8 << 30 : (size_t)64 << 20;
+        if (g_sim.va_span)
+            vmm = min_vmm = g_sim.va_span;
         d->heap_span = round_up(heap > min_heap ? heap : min_heap, SIMGPU_GRANULARITY);
         d->vmm_span = round_up(vmm > min_vmm ? vmm : min_vmm, SIMGPU_GRANULARITY);
         span = d->heap_span + d->vmm_span + SIMGPU_GRANULARITY;
@@ -226,6 +231,14 @@ static void do_init(void)
             simgpu_log("SIMGPU_MEM=%s not understood (e.g. 12G, 512M; at least 1M); using %zu bytes", m, cap);
         else
             cap = v;
+    }
+    const char *va = getenv("SIMGPU_VA");
+    if (va && *va) {
+        size_t v = parse_size(va);
+        if (v < ((size_t)64 << 20))
+            simgpu_log("SIMGPU_VA=%s not understood (e.g. 256G, 4G; at least 64M); using 32 times the memory", va);
+        else
+            g_sim.va_span = v;
     }
     g_sim.ndev = 1;
     const char *n = getenv("SIMGPU_DEVICES");

@@ -106,6 +106,7 @@ struct simgpu_global {
     pthread_mutex_t lock;         /* recursive; guards everything here */
     int ndev, compute, vmm, stats;
     size_t page_size;             /* the host's, set once at initialisation */
+    size_t va_span;               /* SIMGPU_VA: each device's VMM address space (0: 32 times its memory) */
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
     struct sim_extset pinned;
     struct sim_handle *streams, *events, *phys;
