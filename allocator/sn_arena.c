@@ -2167,7 +2167,64 @@ void sn_arena_scratch_drop(sn_arena *ar, void *stream)
     sn_scratch_free(ar, stream, b);
 }
 
-uint64_t sn_arena_room(sn_arena *ar)
+void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
+{
+    if (!ar || ar->pool)
+        return;
+    uint64_t bsize = bytes ? sn_round_up(bytes, ar->gran) : 0;
+    sn_lock_take(&ar->lock);
+    int slot = sn_scratch_slot_locked(ar, stream, 0);
+    sn_block *have = slot >= 0 && !ar->scratch[slot].search ? ar->scratch[slot].b : NULL;
+    if (slot >= 0 && ar->scratch[slot].search) {
+        /* a search in progress on the stream: not this step's to change */
+        sn_lock_give(&ar->lock);
+        return;
+    }
+    if (have && (have->size != bsize || !bytes) && !have->busy && !sn_pins(have)) {
+        sn_scratch_take_locked(ar, slot);
+        sn_lock_give(&ar->lock);
+        /* nothing on the stream may still run in it; then it is unmapped
+         * now, at the sync step, rather than evicted later at a step
+         * whose unmapping would wait for the device again */
+        sn_witness_cuda("cudaStreamSynchronize");
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)stream));
+        sn_lock_take(&ar->lock);
+        int mapped = have->resident && !have->busy && !sn_pins(have);
+        if (mapped)
+            have->busy = 1;
+        sn_lock_give(&ar->lock);
+        if (mapped)
+            sn_backing_unmap(&have->bk, have->va, have->bk.n);
+        sn_lock_take(&ar->lock);
+        if (mapped) {
+            have->busy = 0;
+            have->resident = 0;
+            ar->resident_bytes -= have->size;
+            sn_pieces_to_cache_locked(ar, &have->bk, 0);
+        }
+        have->scratch = 0;
+        have->search = 0;
+        sn_block_to_free_locked(ar, have);
+        pthread_cond_broadcast(&ar->cond);
+    }
+    sn_lock_give(&ar->lock);
+    if (!bytes)
+        return;
+    /* mapped now (made first if the stream has none of this size), while
+     * the device is drained anyway: the stretch's convolutions find it
+     * there */
+    uintptr_t addr = 0;
+    sn_block *b = sn_arena_scratch(ar, stream, bytes, 0, &addr);
+    if (!b)
+        return;
+    sn_arena_use use = {b, SN_OVERWRITE, 0, UINT64_MAX};
+    sn_arena_ticket t;
+    uint64_t need = 0;
+    if (sn_arena_acquire(ar, &use, 1, 0, NULL, 0, stream, -1, &t, &need) == SN_ARENA_OK)
+        sn_arena_release(&t);
+}
+
+uint64_t sn_arena_room(sn_arena *ar, int evicting)
 {
     if (!ar || ar->pool)
         return 0;
@@ -2175,7 +2232,7 @@ uint64_t sn_arena_room(sn_arena *ar)
     uint64_t used = 0;
     for (size_t i = 0; i < ar->nblocks; i++) {
         const sn_block *b = ar->blocks[i];
-        if (b->resident && !b->is_free)
+        if (b->resident && !b->is_free && (!evicting || b->library || b->scratch || b->busy || sn_pins(b)))
             used += b->size;
     }
     uint64_t room = ar->budget > used ? ar->budget - used : 0;

@@ -192,9 +192,15 @@ void sn_arena_wait_copies(sn_arena *ar);
  * stream's block in use by another thread's call). */
 void *sn_arena_scratch(sn_arena *ar, void *stream, uint64_t bytes, int search, uintptr_t *addr);
 void sn_arena_scratch_drop(sn_arena *ar, void *stream);
+/* A gathered plan's sync step: the stream's scratch for runs becomes
+ * bytes (0: none), the old block unmapped and the new one mapped now,
+ * where the device is waited for anyway. */
+void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes);
 /* What the budget has left beside the blocks of live allocations mapped
- * now (cached handles and mapped free blocks count as room). */
-uint64_t sn_arena_room(sn_arena *ar);
+ * now (cached handles and mapped free blocks count as room); evicting:
+ * beside the blocks that cannot leave now (library memory, scratch, blocks
+ * in use or moving), the rest being evicted to make the room. */
+uint64_t sn_arena_room(sn_arena *ar, int evicting);
 
 /* Planned moves (the plan executor, core/sn_exec.c). None waits for the
  * device; each skips (and counts) a block it cannot move now: in use by a

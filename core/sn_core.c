@@ -1161,7 +1161,12 @@ int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr,
 uint64_t sn_core_search_room(int dev)
 {
     sn_arena *ar = sn_managing() ? sn_arena_peek(dev) : NULL;
-    return ar ? sn_arena_room(ar) : 0;
+    /* auto's searches may evict: its gathered plans map the workspace
+     * per stretch (sn_arena_scratch_fit). The seed policies' plans are
+     * not gathered, and the scratch their algorithms take stays mapped at
+     * its largest, which the timeline does not see: a search within the
+     * room free now offers them the algorithms they ran before. */
+    return ar ? sn_arena_room(ar, sn_opt.policy == SN_POLICY_AUTO) : 0;
 }
 
 void sn_core_search_end(int dev, void *stream, sn_arena_ticket *t)
@@ -1264,6 +1269,7 @@ typedef struct sn_plan_due {
     /* a convolution's algorithm, when the plan chose one for this step */
     int conv, conv_algo, conv_supply;
     uint64_t conv_ws;
+    uint64_t sync_ws;  /* at a sync step: the scratch the stretch from it needs */
 } sn_plan_due;
 
 static void sn_core_plan_due_locked(sn_device *d, int64_t pos, const sn_call *c, sn_plan_due *due)
@@ -1281,6 +1287,7 @@ static void sn_core_plan_due_locked(sn_device *d, int64_t pos, const sn_call *c,
     }
     sn_exec_due(&d->exec, pos, due->out, due->drop, &due->nout, due->in, &due->nin, SN_DUE_CAP);
     due->sync = d->exec.sync_due;
+    due->sync_ws = d->exec.sync_ws;
     due->start = sn_exec_claim_start(&d->exec);
     if (!due->start)
         return;
@@ -1351,8 +1358,11 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         sn_arena_offload(ar, (void **)due->out, due->drop, due->nout);
     /* a gathered plan's sync step: one wait for the device, then every
      * block that left is unmapped, then the prefetches mapped */
-    if (due->sync)
+    if (due->sync) {
         sn_arena_reap_all(ar);
+        if (sn_opt.workspace != SN_WORKSPACE_KEEP)
+            sn_arena_scratch_fit(ar, stream, due->sync_ws);
+    }
     if (due->nin)
         sn_arena_prefetch(ar, (void **)due->in, due->nin);
     sn_own_work_end(lib);

@@ -104,8 +104,9 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
  * call of the configuration tries again; n = 0: nothing could be
  * measured). */
 int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t);
-/* The memory the budget has left now, beside what is in use (0 when manage
- * mode does not run on dev): a search larger than that would evict. */
+/* The memory the budget could give a search now (0 when manage mode does
+ * not run on dev): under SN_POLICY=auto evicting what may leave, else
+ * what is free (a search larger than that would evict). */
 uint64_t sn_core_search_room(int dev);
 /* The plan's algorithm failed where the framework's would run (a call
  * the search did not foresee): the call's own memory, its workspace

@@ -296,6 +296,33 @@ static int sn_exec_convs(sn_exec *ex, const sn_trace *t, const sn_model *m, cons
     return 0;
 }
 
+/* A gathered plan: per sync step, the largest workspace libsn supplies to
+ * a convolution before the next sync step (the stretch wraps around the
+ * iteration's end), which is mapped there for the whole stretch, as the
+ * plan's timeline holds it (sn_plan_stretch_workspace). */
+static void sn_exec_stretches(sn_exec *ex)
+{
+    int n = ex->nsteps;
+    if (!ex->plan.sync || !ex->conv_ws || !ex->conv_supply || n <= 0)
+        return;
+    ex->stretch_ws = calloc((size_t)n, sizeof *ex->stretch_ws);
+    if (!ex->stretch_ws)
+        return;
+    for (int s = 0; s < n; s++) {
+        if (!ex->plan.sync[s])
+            continue;
+        uint64_t most = 0;
+        for (int i = 0; i < n; i++) {
+            int k = (s + i) % n;
+            if (i > 0 && ex->plan.sync[k])
+                break;
+            if (ex->conv_supply[k] && ex->conv_ws[k] > most)
+                most = ex->conv_ws[k];
+        }
+        ex->stretch_ws[s] = most;
+    }
+}
+
 int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *algo, uint64_t *ws, int *supply)
 {
     if (!ex->active || !ex->conv_step || pos < 0 || (pos & 1) || !conf)
@@ -440,6 +467,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     if (ex->block && made && sn_exec_positions(ex, &m, &ps) == 0 && sn_exec_index(ex) == 0 &&
         sn_exec_convs(ex, t, &m, &pm, &ps, fw_ms) == 0) {
         ex->algo_steps = options;
+        sn_exec_stretches(ex);
         sn_exec_bind(ex, &ps, &pm, reg, dev);
         sn_exec_curves(ex, &m, &ps, &pm);
         ex->granule = granule;
@@ -560,12 +588,16 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
     ex->last_pos = pos;
     ex->born_seen = 0;
     ex->sync_due = 0;
+    ex->sync_ws = 0;
     int from = ex->next_off;
     while (ex->next_off < ex->nsteps && ex->pos[ex->next_off] < pos)
         ex->next_off++;
     sn_exec_after(ex, from, ex->next_off, out, drop, nout, cap);
     for (; ex->next_pre < ex->nsteps && ex->pos[ex->next_pre] <= pos; ex->next_pre++) {
-        ex->sync_due |= ex->plan.sync && ex->plan.sync[ex->next_pre];
+        if (ex->plan.sync && ex->plan.sync[ex->next_pre]) {
+            ex->sync_due = 1;
+            ex->sync_ws = ex->stretch_ws ? ex->stretch_ws[ex->next_pre] : 0;
+        }
         for (int j = ex->act_off[ex->next_pre]; j < ex->act_off[ex->next_pre + 1]; j++) {
             const sn_plan_action *a = &ex->plan.actions[ex->act[j]];
             if (a->op == SN_PLAN_PREFETCH)
@@ -651,6 +683,7 @@ void sn_exec_free(sn_exec *ex)
     free(ex->conv_algo);
     free(ex->conv_ws);
     free(ex->conv_supply);
+    free(ex->stretch_ws);
     sn_exec keep = *ex;
     memset(ex, 0, sizeof *ex);
     ex->last_pos = -1;

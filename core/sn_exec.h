@@ -71,6 +71,8 @@ typedef struct sn_exec {
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */
     int started;             /* a position has been seen (since the run came back) */
     int sync_due;            /* the latest sn_exec_due passed a sync step of a gathered plan */
+    uint64_t sync_ws;        /* ... and the scratch for runs the stretch from it needs */
+    uint64_t *stretch_ws;    /* per sync step: the largest workspace libsn supplies before the next */
     int off;                 /* the run is off the learned sequence */
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
     uint64_t iterations;     /* iterations this plan was followed in */

@@ -240,6 +240,7 @@ typedef struct tl {
     int *going;        /* the tensor's last offload copy, -1 none */
     int *inst_copy;    /* per prefetch instance: its copy, -1 none */
     int gathered;      /* remap_drains and sync steps: moves of memory only there */
+    uint64_t ws_held;  /* gathered: the workspace mapped for the current stretch */
     /* tensors that left and are still mapped (remap_drains): the copy out
      * (-1: a drop) and the bytes their unmapping gives back (gathered) */
     int *pend_t, *pend_c, *pend_of;
@@ -653,6 +654,20 @@ static int tl_after(tl *x, tl_run *r, int k, int s)
     return TL_GO;
 }
 
+uint64_t sn_plan_stretch_workspace(const sn_plan_model *m, const sn_plan *p, int s)
+{
+    uint64_t most = 0;
+    for (int i = 0; i < m->nsteps; i++) {
+        int k = (s + i) % m->nsteps;
+        if (i > 0 && p->sync[k])
+            break;
+        uint64_t e = sn_plan_extra_workspace(m, k, sn_plan_step_algo(m, p, k));
+        if (e > most)
+            most = e;
+    }
+    return most;
+}
+
 static int tl_step(tl *x, tl_run *r, int s)
 {
     const sn_plan_model *m = x->m;
@@ -686,10 +701,17 @@ static int tl_step(tl *x, tl_run *r, int s)
             x->state[t] = TL_RES;
     }
 
-    /* what it creates and what it touches */
+    /* what it creates and what it touches; a gathered plan's workspace is
+     * mapped at a sync step for its whole stretch (the old one unmapped in
+     * the same wait) */
     const sn_plan_algo *alg = sn_plan_step_algo(m, p, s);
-    uint64_t extra = sn_plan_extra_workspace(m, s, alg);
+    uint64_t extra = x->gathered ? 0 : sn_plan_extra_workspace(m, s, alg);
     uint64_t own = extra;
+    if (x->gathered && p->sync[s]) {
+        x->mem -= x->ws_held;
+        x->ws_held = sn_plan_stretch_workspace(m, p, s);
+        own += x->ws_held;
+    }
     double remap = 0.0;
     for (int j = x->alloc.off[s]; j < x->alloc.off[s + 1]; j++) {
         int t = x->alloc.item[j];
@@ -758,6 +780,14 @@ static int tl_run_all(tl *x, tl_run *r)
 {
     const sn_plan_model *m = x->m;
     x->mem = m->fixed_bytes;
+    if (x->gathered) {
+        /* the stretch that wraps around into step 0 */
+        int last = m->nsteps - 1;
+        while (last > 0 && !x->p->sync[last])
+            last--;
+        x->ws_held = sn_plan_stretch_workspace(m, x->p, last);
+        x->mem += x->ws_held;
+    }
     for (int t = 0; t < m->ntensors; t++)
         if (x->state[t] == TL_RES)
             x->mem += m->tensor[t].bytes;

@@ -3,10 +3,10 @@
  * (see sn_convsearch.h). The heuristic query (cudnnGet*Algorithm_v7) names
  * the algorithms the library supports for the configuration and the
  * workspace each needs; the scratch then holds the three operands and the
- * largest of those workspaces, or as much as the budget has room for now
- * without evicting anything, but at least the framework's own workspace
- * size (algorithms needing more than the search had are not timed and not
- * offered). The operands are zeroed first: a GPU's
+ * largest of those workspaces, or as much as the budget could hold beside
+ * what cannot leave (the rest is evicted for the search: once per
+ * configuration, and an algorithm never timed is never offered), but at
+ * least the framework's own workspace size. The operands are zeroed first: a GPU's
  * arithmetic on leftover bytes (NaNs, denormals) may not run at the speed
  * of real data.
  */

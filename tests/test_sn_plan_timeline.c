@@ -794,6 +794,58 @@ static void test_algorithm(void **state)
     assert_int_equal(tl.peak_bytes, 4 * MB);
 }
 
+/* A gathered plan maps libsn's workspace at a sync step for its whole
+ * stretch and unmaps it at the next: test_algorithm's model (A, 4 MB,
+ * throughout; step 1's fast algorithm takes 6 MB) on a VMM arena. Synced at
+ * step 0 alone, the 6 MB are held in every step (10, 10, 10 MB); synced at
+ * 0 and 2, in steps 0 and 1 (the stretch of step 2 needs none): 10, 10, 4.
+ * Ungathered, during step 1 only. */
+static void test_gathered_workspace(void **state)
+{
+    (void)state;
+    static const sn_plan_algo algos[] = {{0, 5.0, 0}, {1, 2.0, 6 * MB}};
+    sn_plan_step st[3];
+    steps(st, 3, (double[]){1, 5, 1});
+    st[1].conv = 1;
+    st[1].nalgo = 2;
+    st[1].algo = algos;
+    st[1].framework_algo = 0;
+    static const sn_plan_access a[] = {{0, R}, {2, R}};
+    sn_plan_tensor t[] = {T(4 * MB, 2, a)};
+    sn_plan_model m = M(3, st, 1, t);
+    m.remap_drains = 1;
+    int fast[] = {-1, 1, -1};
+    sn_plan p = P(NOLIMIT, 0, NULL);
+    p.algo = fast;
+    uint64_t mem[3];
+    sn_plan_timeline tl = sim(&m, &p, NULL, mem);
+    feasible(&tl);
+    mem_all(mem, (uint64_t[]){4 * MB, 10 * MB, 4 * MB}, 3);
+
+    uint8_t once[3] = {1, 0, 0};
+    p.sync = once;
+    assert_int_equal(sn_plan_stretch_workspace(&m, &p, 0), 6 * MB);
+    tl = sim(&m, &p, NULL, mem);
+    feasible(&tl);
+    near(tl.iter_ms, 4);
+    mem_all(mem, (uint64_t[]){10 * MB, 10 * MB, 10 * MB}, 3);
+    assert_int_equal(tl.peak_bytes, 10 * MB);
+
+    uint8_t twice[3] = {1, 0, 1};
+    p.sync = twice;
+    assert_int_equal(sn_plan_stretch_workspace(&m, &p, 0), 6 * MB);
+    assert_int_equal(sn_plan_stretch_workspace(&m, &p, 2), 0);
+    tl = sim(&m, &p, NULL, mem);
+    feasible(&tl);
+    mem_all(mem, (uint64_t[]){10 * MB, 10 * MB, 4 * MB}, 3);
+    p.budget = 10 * MB;
+    tl = sim(&m, &p, NULL, NULL);
+    feasible(&tl);
+    p.budget = 10 * MB - 1;
+    tl = sim(&m, &p, NULL, NULL);
+    assert_int_equal(tl.feasible, 0);
+}
+
 /* Bounded tensors hold memory only from their first to their last step:
  * A (1 MB) always, B (5 MB) in steps 1-2, C (2 MB) in step 3. Moving B
  * within its life (1 MB, steps 1-3 of five): out after 1 (2..3), in at 2
@@ -1062,7 +1114,7 @@ int main(void)
         cmocka_unit_test(test_drop_then_kill),
         cmocka_unit_test(test_dead_prefetch_wraps),
         cmocka_unit_test(test_wrap_prefetch),
-        cmocka_unit_test(test_algorithm),
+        cmocka_unit_test(test_algorithm), cmocka_unit_test(test_gathered_workspace),
         cmocka_unit_test(test_bounded),
         cmocka_unit_test(test_initial_residency),
         cmocka_unit_test(test_invalid),

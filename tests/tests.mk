@@ -41,6 +41,7 @@ TEST_BINS += $(BUILD)/tests/test_sn_sim_apis
 TEST_SCRIPTS += tests/test_sn_sim_apis.sh
 TEST_SCRIPTS += tests/test_sn_manage.sh
 TEST_SCRIPTS += tests/test_sn_limits.sh
+TEST_SCRIPTS += tests/test_sn_fullsize.sh
 # SN_WORKSPACE: convolution algorithms chosen by the plan, bit-identical.
 TEST_SCRIPTS += tests/test_sn_workspace.sh
 TEST_SCRIPTS += tests/test_sn_broken.sh
