@@ -193,6 +193,7 @@ static int sn_exec_index(sn_exec *ex)
 static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule, int remap_drains)
 {
     pm->remap_drains = remap_drains;
+    pm->scratch_held = remap_drains; /* the arena's scratch stays mapped */
     pm->free_drains = 1; /* the framework's cudaFree waits for the device */
     if (!granule)
         return;

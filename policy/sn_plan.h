@@ -112,6 +112,13 @@ typedef struct sn_plan_model {
     /* 1: freeing a tensor the iteration allocates (bounded) waits for the
      * whole device first, copies in flight included, as cudaFree does */
     int free_drains;
+    /* 1: the manager's scratch for workspaces beyond the steps' own stays
+     * mapped at the iteration's largest in a plan without sync steps (a
+     * VMM arena: unmapping it after each step would wait for the device);
+     * 0: it is held for its step only. A plan with sync steps (and
+     * remap_drains) holds a stretch's largest from one sync step to the
+     * next either way. */
+    int scratch_held;
 } sn_plan_model;
 
 enum sn_plan_op { SN_PLAN_PREFETCH, SN_PLAN_OFFLOAD, SN_PLAN_DROP };

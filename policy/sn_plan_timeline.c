@@ -36,8 +36,11 @@
  * copy, unmaps it all, then maps that step's prefetches.
  *
  * Device memory counts the fixed bytes, resident tensors, prefetched ones
- * from issue, offloaded ones until their copy completes and the running
- * step's workspace; it only grows when the host issues a prefetch or a
+ * from issue, offloaded ones until their copy completes and the workspace
+ * beyond the steps' own: the running step's, or with scratch_held the
+ * iteration's largest throughout (the manager's scratch stays mapped), or
+ * in a gathered plan the stretch's largest from its sync step to the next
+ * (mapped and unmapped there); it only grows when the host issues a prefetch or a
  * step starts, so those are where the peak and each step's memory are
  * taken (a prefetch's at the step issuing it). A plan that cannot be
  * followed reports its first violation and its compute time, nothing else.
@@ -240,7 +243,8 @@ typedef struct tl {
     int *going;        /* the tensor's last offload copy, -1 none */
     int *inst_copy;    /* per prefetch instance: its copy, -1 none */
     int gathered;      /* remap_drains and sync steps: moves of memory only there */
-    uint64_t ws_held;  /* gathered: the workspace mapped for the current stretch */
+    uint64_t ws_held;  /* gathered: the workspace mapped for the current stretch; else, on a
+                        * VMM arena, the largest of the iteration, mapped throughout */
     /* tensors that left and are still mapped (remap_drains): the copy out
      * (-1: a drop) and the bytes their unmapping gives back (gathered) */
     int *pend_t, *pend_c, *pend_of;
@@ -705,7 +709,7 @@ static int tl_step(tl *x, tl_run *r, int s)
      * mapped at a sync step for its whole stretch (the old one unmapped in
      * the same wait) */
     const sn_plan_algo *alg = sn_plan_step_algo(m, p, s);
-    uint64_t extra = x->gathered ? 0 : sn_plan_extra_workspace(m, s, alg);
+    uint64_t extra = x->gathered || m->scratch_held ? 0 : sn_plan_extra_workspace(m, s, alg);
     uint64_t own = extra;
     if (x->gathered && p->sync[s]) {
         x->mem -= x->ws_held;
@@ -786,8 +790,17 @@ static int tl_run_all(tl *x, tl_run *r)
         while (last > 0 && !x->p->sync[last])
             last--;
         x->ws_held = sn_plan_stretch_workspace(m, x->p, last);
-        x->mem += x->ws_held;
+    } else if (m->scratch_held) {
+        /* the manager's scratch grows to the largest workspace and stays
+         * mapped: unmapping it after each step would wait for the device */
+        x->ws_held = 0;
+        for (int s = 0; s < m->nsteps; s++) {
+            uint64_t e = sn_plan_extra_workspace(m, s, sn_plan_step_algo(m, x->p, s));
+            if (e > x->ws_held)
+                x->ws_held = e;
+        }
     }
+    x->mem += x->ws_held;
     for (int t = 0; t < m->ntensors; t++)
         if (x->state[t] == TL_RES)
             x->mem += m->tensor[t].bytes;

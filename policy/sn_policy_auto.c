@@ -396,24 +396,55 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
      * which holds memory longer and maps it earlier but waits less; per
      * budget fraction the best window count is a candidate. */
     if (P->m->remap_drains && own_ok) {
-        sn_pol Q = *P;
+        /* the recipe gathered is libsn's own made for a workspace held
+         * for its step, as a stretch holds it, rather than for the whole
+         * iteration as the scratch of a plan without sync steps is: made
+         * so, its algorithms may take more where memory allows */
+        sn_plan_model m0 = *P->m;
+        m0.scratch_held = 0;
+        sn_pol P0 = *P;
+        P0.m = &m0;
+        recipe gr = own_r;
+        int *galgo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *galgo);
+        if (!galgo)
+            goto out;
+        memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
+        if (P->m->scratch_held) {
+            sn_pol_acts A0 = {0};
+            int rc0 = own_search(&P0, &A0, galgo, &tl, &gr);
+            sn_pol_acts_free(&A0);
+            if (rc0 < 0) {
+                free(galgo);
+                goto out;
+            }
+            if (gr.rule < 0) {
+                gr = own_r;
+                memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
+            }
+        }
+        sn_pol Q = P0;
         sn_pol_acts G = {0}, B = {0}, gbase = {0};
         int gbest = -1;
         uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
         for (int f = 0; f < NFRACTIONS && room; f++) {
             Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
             candidate *x = &c[nc];
-            if (candidate_new(P, x) < 0)
+            if (candidate_new(P, x) < 0) {
+                free(galgo);
                 goto out;
+            }
             nc++;
-            memcpy(x->algo, c[0].algo, (size_t)P->ns * sizeof *x->algo);
-            if (build(&Q, &own_r, x->algo, &B) < 0)
+            memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
+            if (build(&Q, &gr, x->algo, &B) < 0) {
+                free(galgo);
                 goto out;
+            }
             for (int w = 0; w < NGATHER; w++) {
                 if (sn_pol_gather(P, &B, x->algo, gather_windows[w], &G) < 0 ||
                     sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0) {
                     sn_pol_acts_free(&G);
                     sn_pol_acts_free(&B);
+                    free(galgo);
                     goto out;
                 }
                 if (tl.feasible && tl.iter_ms < x->ms) {
@@ -430,6 +461,7 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
                 B = (sn_pol_acts){0};
             }
         }
+        free(galgo);
         sn_pol_acts_free(&G);
         sn_pol_acts_free(&B);
         if (gbest >= 0 && sync_search(P, &gbase, &c[gbest], &tl) < 0) {

@@ -446,6 +446,15 @@ uint64_t sn_pol_profile(const sn_pol *P, const sn_pol_acts *A, const int *algo, 
     sn_plan_initial_residency(m, &p, st, dropped);
     free(dropped);
     uint64_t cur = m->fixed_bytes;
+    /* scratch_held: the manager's scratch holds the largest workspace
+     * throughout, as the timeline counts it for a plan without sync steps */
+    uint64_t held = 0;
+    for (int s = 0; m->scratch_held && s < P->ns; s++) {
+        uint64_t w = sn_pol_ws(P, algo, s);
+        if (w > held)
+            held = w;
+    }
+    cur += held;
     for (int t = 0; t < P->nt; t++)
         if (st[t])
             cur += m->tensor[t].bytes;
@@ -458,7 +467,7 @@ uint64_t sn_pol_profile(const sn_pol *P, const sn_pol_acts *A, const int *algo, 
                 cur += m->tensor[A->a[j].tensor].bytes;
                 st[A->a[j].tensor] = SN_POL_COMING;
             }
-        uint64_t ws = sn_pol_ws(P, algo, s), own = ws;
+        uint64_t ws = m->scratch_held ? 0 : sn_pol_ws(P, algo, s), own = ws;
         for (int i = P->born_off[s]; i < P->born_off[s + 1]; i++) {
             st[P->born_t[i]] = SN_POL_ON;
             own += m->tensor[P->born_t[i]].bytes;
