@@ -27,7 +27,7 @@ unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
 export SN_HOST_LIMIT=64G
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ITERS=${ITERS:-28}
+ITERS=${ITERS:-40}
 POLICIES=(lru auto vdnn-all vdnn-conv vdnn-dyn superneurons modnn pooch dymem)
 rows=(
     "VGG-16 b64|--net vgg --depth 16 --batch 64|"

@@ -14,6 +14,18 @@
 int sn_policy_run(const sn_pol *P, int policy, sn_pol_acts *A, int *algo)
 {
     sn_pol_acts_free(A);
+    /* The seed systems free a layer's workspace after it, as their papers
+     * describe: they plan as if the manager's scratch were held for its
+     * step only (their plans are judged on the model as it is). */
+    sn_plan_model m0;
+    sn_pol P0;
+    if (policy != SN_POLICY_AUTO && P->m->scratch_held) {
+        m0 = *P->m;
+        m0.scratch_held = 0;
+        P0 = *P;
+        P0.m = &m0;
+        P = &P0;
+    }
     switch (policy) {
     case SN_POLICY_AUTO:
         return sn_policy_auto(P, A, algo);
@@ -94,6 +106,14 @@ int sn_plan_make_ranked(const sn_plan_model *m, int policy, uint64_t budget, con
     if (!model_ok(m) || policy < SN_POLICY_AUTO || policy > SN_POLICY_DYMEM || rank < 0 ||
         (rank > 0 && policy != SN_POLICY_AUTO))
         return -1;
+    /* a seed policy's plan is made and predicted as its paper has it, the
+     * workspace held for its step (see sn_policy_run) */
+    sn_plan_model m0;
+    if (policy != SN_POLICY_AUTO && m->scratch_held) {
+        m0 = *m;
+        m0.scratch_held = 0;
+        m = &m0;
+    }
     sn_pol P;
     if (sn_pol_init(&P, m, budget) < 0)
         return -1;

@@ -728,19 +728,25 @@ static void test_wrap_prefetch(void **state)
 
 /* Step 1 is a convolution with two algorithms: 5 ms without workspace (the
  * framework's) or 2 ms with 6 MB. A (4 MB) is resident throughout. */
-static void test_algorithm(void **state)
+static sn_plan_model conv_model(sn_plan_step st[3], sn_plan_tensor t[1])
 {
-    (void)state;
     static const sn_plan_algo algos[] = {{0, 5.0, 0}, {1, 2.0, 6 * MB}};
-    sn_plan_step st[3];
+    static const sn_plan_access a[] = {{0, R}, {2, R}};
     steps(st, 3, (double[]){1, 5, 1});
     st[1].conv = 1;
     st[1].nalgo = 2;
     st[1].algo = algos;
     st[1].framework_algo = 0;
-    static const sn_plan_access a[] = {{0, R}, {2, R}};
-    sn_plan_tensor t[] = {T(4 * MB, 2, a)};
-    sn_plan_model m = M(3, st, 1, t);
+    t[0] = (sn_plan_tensor)T(4 * MB, 2, a);
+    return (sn_plan_model)M(3, st, 1, t);
+}
+
+static void test_algorithm(void **state)
+{
+    (void)state;
+    sn_plan_step st[3];
+    sn_plan_tensor t[1];
+    sn_plan_model m = conv_model(st, t);
     sn_plan p = P(NOLIMIT, 0, NULL);
     uint64_t mem[3];
     sn_plan_timeline tl = sim(&m, &p, NULL, mem);
@@ -805,16 +811,9 @@ static void test_algorithm(void **state)
 static void test_gathered_workspace(void **state)
 {
     (void)state;
-    static const sn_plan_algo algos[] = {{0, 5.0, 0}, {1, 2.0, 6 * MB}};
     sn_plan_step st[3];
-    steps(st, 3, (double[]){1, 5, 1});
-    st[1].conv = 1;
-    st[1].nalgo = 2;
-    st[1].algo = algos;
-    st[1].framework_algo = 0;
-    static const sn_plan_access a[] = {{0, R}, {2, R}};
-    sn_plan_tensor t[] = {T(4 * MB, 2, a)};
-    sn_plan_model m = M(3, st, 1, t);
+    sn_plan_tensor t[1];
+    sn_plan_model m = conv_model(st, t);
     int fast[] = {-1, 1, -1};
     sn_plan p = P(NOLIMIT, 0, NULL);
     p.algo = fast;
