@@ -341,20 +341,28 @@ static uint64_t sn_round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
+/* Reserves bytes of address space, or less where the driver refuses them:
+ * halving, down to least. *got is what was reserved. */
+static CUresult sn_reserve_down(const sn_arena *ar, uint64_t bytes, uint64_t least, CUdeviceptr *p, uint64_t *got)
+{
+    CUresult rc;
+    for (;;) {
+        sn_witness_cuda("cuMemAddressReserve");
+        rc = SN_REAL(cuMemAddressReserve)(p, bytes, ar->gran, 0, 0);
+        if (rc == CUDA_SUCCESS || bytes <= least)
+            break;
+        bytes = bytes / 2 > least ? sn_round_up(bytes / 2, ar->gran) : least;
+    }
+    *got = bytes;
+    return rc;
+}
+
 /* The first reservation: four times the device's memory, or less (down to
  * the device's memory) where the driver's address space is smaller. */
 static int sn_arena_reserve(sn_arena *ar, uint64_t bytes, uint64_t least)
 {
     CUdeviceptr p = 0;
-    CUresult rc;
-    for (;;) {
-        sn_witness_cuda("cuMemAddressReserve");
-        rc = SN_REAL(cuMemAddressReserve)(&p, bytes, ar->gran, 0, 0);
-        if (rc == CUDA_SUCCESS || bytes <= least)
-            break;
-        bytes = bytes / 2 > least ? sn_round_up(bytes / 2, ar->gran) : least;
-    }
-    if (rc != CUDA_SUCCESS)
+    if (sn_reserve_down(ar, bytes, least, &p, &bytes) != CUDA_SUCCESS)
         return -1;
     ar->va_cur = (uintptr_t)p;
     ar->va_end = (uintptr_t)p + bytes;
@@ -366,22 +374,14 @@ static int sn_arena_reserve(sn_arena *ar, uint64_t bytes, uint64_t least)
  * with the lock released for the driver call (the rest of the old
  * reservation is abandoned: address space is plentiful). A driver that
  * refuses the usual chunk is asked for less, down to the bytes needed; if
- * even that is refused, the arena remembers it (sn_arena_va_exhausted) so
- * that the out-of-memory error names the cause. */
+ * even that is refused, the arena remembers it (va_refused) so that the
+ * out-of-memory error names the cause. */
 static void sn_arena_reserve_more_locked(sn_arena *ar, uint64_t bytes)
 {
     sn_lock_give(&ar->lock);
     CUdeviceptr p = 0;
-    uint64_t need = sn_round_up(bytes, ar->gran);
-    uint64_t chunk = ar->va_chunk > need ? ar->va_chunk : need;
-    CUresult rc;
-    for (;;) {
-        sn_witness_cuda("cuMemAddressReserve");
-        rc = SN_REAL(cuMemAddressReserve)(&p, chunk, ar->gran, 0, 0);
-        if (rc == CUDA_SUCCESS || chunk == need)
-            break;
-        chunk = chunk / 2 > need ? sn_round_up(chunk / 2, ar->gran) : need;
-    }
+    uint64_t need = sn_round_up(bytes, ar->gran), chunk = 0;
+    CUresult rc = sn_reserve_down(ar, ar->va_chunk > need ? ar->va_chunk : need, need, &p, &chunk);
     sn_lock_take(&ar->lock);
     if (rc == CUDA_SUCCESS) {
         ar->va_cur = (uintptr_t)p;
@@ -2174,12 +2174,12 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
     uint64_t bsize = bytes ? sn_round_up(bytes, ar->gran) : 0;
     sn_lock_take(&ar->lock);
     int slot = sn_scratch_slot_locked(ar, stream, 0);
-    sn_block *have = slot >= 0 && !ar->scratch[slot].search ? ar->scratch[slot].b : NULL;
     if (slot >= 0 && ar->scratch[slot].search) {
         /* a search in progress on the stream: not this step's to change */
         sn_lock_give(&ar->lock);
         return;
     }
+    sn_block *have = slot >= 0 ? ar->scratch[slot].b : NULL;
     if (have && (have->size != bsize || !bytes) && !have->busy && !sn_pins(have)) {
         sn_scratch_take_locked(ar, slot);
         sn_lock_give(&ar->lock);

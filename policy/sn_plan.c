@@ -19,13 +19,8 @@ int sn_policy_run(const sn_pol *P, int policy, sn_pol_acts *A, int *algo)
      * step only (their plans are judged on the model as it is). */
     sn_plan_model m0;
     sn_pol P0;
-    if (policy != SN_POLICY_AUTO && P->m->scratch_held) {
-        m0 = *P->m;
-        m0.scratch_held = 0;
-        P0 = *P;
-        P0.m = &m0;
-        P = &P0;
-    }
+    if (policy != SN_POLICY_AUTO)
+        P = sn_pol_step_workspace(P, &m0, &P0);
     switch (policy) {
     case SN_POLICY_AUTO:
         return sn_policy_auto(P, A, algo);

@@ -198,9 +198,10 @@ int sn_plan_simulate(const sn_plan_model *m, const sn_plan *p, sn_plan_timeline 
 /* The time step s takes under the plan's algorithm choice. */
 double sn_plan_step_ms(const sn_plan_model *m, const sn_plan *p, int s);
 
-/* A plan with sync steps (p->sync): the workspace beyond the steps' own
- * that the stretch starting at sync step s needs (its largest), which the
- * manager maps there and unmaps at the next sync step. */
+/* The workspace beyond the steps' own that the stretch starting at sync
+ * step s needs (its largest), which the manager maps there and unmaps at
+ * the next sync step; for a plan without sync steps (p->sync NULL), the
+ * whole iteration's largest. */
 uint64_t sn_plan_stretch_workspace(const sn_plan_model *m, const sn_plan *p, int s);
 
 #endif

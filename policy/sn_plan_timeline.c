@@ -663,7 +663,7 @@ uint64_t sn_plan_stretch_workspace(const sn_plan_model *m, const sn_plan *p, int
     uint64_t most = 0;
     for (int i = 0; i < m->nsteps; i++) {
         int k = (s + i) % m->nsteps;
-        if (i > 0 && p->sync[k])
+        if (i > 0 && p->sync && p->sync[k])
             break;
         uint64_t e = sn_plan_extra_workspace(m, k, sn_plan_step_algo(m, p, k));
         if (e > most)
@@ -792,13 +792,9 @@ static int tl_run_all(tl *x, tl_run *r)
         x->ws_held = sn_plan_stretch_workspace(m, x->p, last);
     } else if (m->scratch_held) {
         /* the manager's scratch grows to the largest workspace and stays
-         * mapped: unmapping it after each step would wait for the device */
-        x->ws_held = 0;
-        for (int s = 0; s < m->nsteps; s++) {
-            uint64_t e = sn_plan_extra_workspace(m, s, sn_plan_step_algo(m, x->p, s));
-            if (e > x->ws_held)
-                x->ws_held = e;
-        }
+         * mapped: unmapping it after each step would wait for the device
+         * (no sync steps: the stretch is the whole iteration) */
+        x->ws_held = sn_plan_stretch_workspace(m, x->p, 0);
     }
     x->mem += x->ws_held;
     for (int t = 0; t < m->ntensors; t++)

@@ -96,6 +96,11 @@ int sn_pol_algo_minws(const sn_pol *P, int s);
 double sn_pol_ms(const sn_pol *P, const int *algo, int s);
 /* algo[] set to the framework's choice (every policy's starting point). */
 void sn_pol_algo_framework(const sn_pol *P, int *algo);
+/* P with each step's workspace held for the step only (the model's
+ * scratch_held off), as the seed systems free a layer's workspace and as a
+ * stretch of a gathered plan holds it: P itself when it is so already,
+ * else *P0 over the model copy *m0. */
+const sn_pol *sn_pol_step_workspace(const sn_pol *P, sn_plan_model *m0, sn_pol *P0);
 
 /* ---- plans ---------------------------------------------------------------------- */
 

@@ -400,18 +400,17 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
          * for its step, as a stretch holds it, rather than for the whole
          * iteration as the scratch of a plan without sync steps is: made
          * so, its algorithms may take more where memory allows */
-        sn_plan_model m0 = *P->m;
-        m0.scratch_held = 0;
-        sn_pol P0 = *P;
-        P0.m = &m0;
+        sn_plan_model m0;
+        sn_pol P0buf;
+        const sn_pol *P0 = sn_pol_step_workspace(P, &m0, &P0buf);
         recipe gr = own_r;
         int *galgo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *galgo);
         if (!galgo)
             goto out;
         memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
-        if (P->m->scratch_held) {
+        if (P0 != P) {
             sn_pol_acts A0 = {0};
-            int rc0 = own_search(&P0, &A0, galgo, &tl, &gr);
+            int rc0 = own_search(P0, &A0, galgo, &tl, &gr);
             sn_pol_acts_free(&A0);
             if (rc0 < 0) {
                 free(galgo);
@@ -422,7 +421,7 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
                 memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
             }
         }
-        sn_pol Q = P0;
+        sn_pol Q = *P0;
         sn_pol_acts G = {0}, B = {0}, gbase = {0};
         int gbest = -1;
         uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;

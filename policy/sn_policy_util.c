@@ -237,6 +237,17 @@ uint64_t sn_pol_extra(const sn_pol *P, int s, int a)
     return sn_plan_extra_workspace(P->m, s, &P->m->step[s].algo[a]);
 }
 
+const sn_pol *sn_pol_step_workspace(const sn_pol *P, sn_plan_model *m0, sn_pol *P0)
+{
+    if (!P->m->scratch_held)
+        return P;
+    *m0 = *P->m;
+    m0->scratch_held = 0;
+    *P0 = *P;
+    P0->m = m0;
+    return P0;
+}
+
 uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s)
 {
     sn_plan p = {.algo = (int *)algo};
@@ -448,13 +459,8 @@ uint64_t sn_pol_profile(const sn_pol *P, const sn_pol_acts *A, const int *algo, 
     uint64_t cur = m->fixed_bytes;
     /* scratch_held: the manager's scratch holds the largest workspace
      * throughout, as the timeline counts it for a plan without sync steps */
-    uint64_t held = 0;
-    for (int s = 0; m->scratch_held && s < P->ns; s++) {
-        uint64_t w = sn_pol_ws(P, algo, s);
-        if (w > held)
-            held = w;
-    }
-    cur += held;
+    if (m->scratch_held)
+        cur += sn_plan_stretch_workspace(m, &p, 0);
     for (int t = 0; t < P->nt; t++)
         if (st[t])
             cur += m->tensor[t].bytes;
