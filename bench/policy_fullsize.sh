@@ -71,6 +71,28 @@ except Exception:
     print("no plan")
 PY
 }
+# The row of the bound table: what no plan can beat under auto's budget
+# (the report's plan.bound_*), auto's prediction split into its steps'
+# time and its stall, and auto's measured time against the bound.
+bound_row() { # name ideal measured report.json
+    python3 - "$@" <<'PY'
+import json, sys
+name, ideal, measured = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+try:
+    p = json.load(open(sys.argv[4]))["devices"][0]["manage"]["plan"]
+    b = p["bound_ms"]
+    if b <= 0:
+        raise ValueError
+except Exception:
+    print("| %s | %.3f | no plan made | | | | |" % (name, ideal))
+    sys.exit()
+pred, stall = p["predicted_ms"], p["predicted_stall_ms"]
+plan = "%.0f + %.0f stalled" % (pred - stall, stall) if pred > 0 and stall >= 0 else "not feasible as made"
+print("| %s | %.3f | %.3f (%.3f) | %.3f (%.3f unlimited) | %.1f GB, %.0f ms | %s | %.3f (%.2f) |"
+      % (name, ideal, b, ideal / b, p["bound_compute_ms"], p["unlimited_ms"],
+         p["bound_offdevice_bytes"] / 1e9, p["bound_transfer_ms"], plan, measured, b / measured))
+PY
+}
 trains() { # args...: 0 when the run completes (a failure's stderr kept in fail.err)
     SN_REPORT=off LD_PRELOAD="$LIBSN" "$SNTRAIN" "$@" --alloc dynamic --iters 3 >/dev/null 2>"$tmp/run.err" && return 0
     cp "$tmp/run.err" "$tmp/fail.err"
@@ -141,11 +163,33 @@ for row in "${rows[@]}"; do
             continue
         fi
         line+=" $t ($(python3 -c "print(f'{$ideal/$t:.2f}')"); $(moved_of "$tmp/$p.json")) |"
+        [ "$p" = auto ] && bound_row "$name" "$ideal" "$t" "$tmp/$p.json" >>"$tmp/bound.md"
     done
     [ "$plain_rc" = 0 ] && line+=" (fits without libsn)"
     line+=" $published |"
     echo "$line" >>"$tmp/table.md"
 done
+
+{
+    echo
+    echo "## What no plan can beat in 12 GB"
+    echo
+    echo "From the model auto planned with (policy/sn_plan_bound.c; the report's \"bound\" line),"
+    echo "under the same budget. Every step needs what it touches resident at once, beside the"
+    echo "tensors that never leave and the libraries' memory; its fastest algorithm whose"
+    echo "workspace fits in the rest is the fastest it can run (the steps' compute; with memory"
+    echo "unlimited, the fastest of the algorithms measured, which on the 12 GB device are"
+    echo "those whose workspace it could hold). Contents still needed later that cannot stay"
+    echo "on the device beside a step's own memory must come back before they are read (GB and"
+    echo "the time of copying them in). The bound is the larger of the two: the best ratio to"
+    echo "the ideal any plan can reach is in its brackets. Auto's prediction is its chosen"
+    echo "algorithms' time plus the stall the timeline predicts; the last column is auto's"
+    echo "measured time and how close it comes to the bound (1.00: as fast as the bound)."
+    echo
+    echo "| run | ideal ms | bound ms (best ratio) | steps' compute, ms | must come back | auto predicted, ms | auto measured (to bound) |"
+    echo "|---|---|---|---|---|---|---|"
+    cat "$tmp/bound.md" 2>/dev/null
+} >>"$tmp/table.md"
 
 # The largest batch: doubled from 16 while it trains, then bisected
 # between the last that trained and the first that did not (to 16).

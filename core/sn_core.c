@@ -1838,6 +1838,11 @@ static void sn_finish(int cuda_usable)
                     ms->has_plan = 1;
                     ms->plan_policy = ex->policy;
                     ms->plan_predicted_ms = ex->predicted_ms;
+                    ms->plan_bound_ms = ex->limit.ms;
+                    ms->plan_bound_compute_ms = ex->limit.compute_ms;
+                    ms->plan_bound_transfer_ms = ex->limit.transfer_ms;
+                    ms->plan_unlimited_ms = ex->limit.unlimited_ms;
+                    ms->plan_bound_offdevice = ex->limit.offdevice_bytes;
                     ms->plan_sync_steps = 0;
                     for (int s = 0; ex->plan.sync && s < ex->nsteps; s++)
                         ms->plan_sync_steps += ex->plan.sync[s] != 0;

@@ -77,6 +77,7 @@ typedef struct sn_exec {
     int64_t last_pos;        /* the latest one (as ordered in sn_exec.c) */
     uint64_t iterations;     /* iterations this plan was followed in */
     double predicted_ms;
+    sn_plan_bound limit;    /* what no plan under the budget can beat (ms 0: none computed) */
     uint64_t plan_budget;
     /* per iteration as measured, over the whole run (kept by
      * sn_exec_build): a ring of the latest, and the running totals the

@@ -4,10 +4,10 @@
 # test, cmocka and libm. POLICY_OBJS is what libsn links; each policy file
 # appends its object to it.
 
-POLICY_OBJS := $(BUILD)/policy/sn_plan_timeline.o
+POLICY_OBJS := $(BUILD)/policy/sn_plan_timeline.o $(BUILD)/policy/sn_plan_bound.o
 
 $(BUILD)/tests/test_sn_plan_timeline: $(BUILD)/tests/test_sn_plan_timeline.o \
-                                      $(BUILD)/policy/sn_plan_timeline.o
+                                      $(BUILD)/policy/sn_plan_timeline.o $(BUILD)/policy/sn_plan_bound.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_plan_timeline

@@ -204,4 +204,25 @@ double sn_plan_step_ms(const sn_plan_model *m, const sn_plan *p, int s);
  * whole iteration's largest. */
 uint64_t sn_plan_stretch_workspace(const sn_plan_model *m, const sn_plan *p, int s);
 
+/* How fast any plan could run the iteration of m under budget, from the
+ * model alone (sn_plan_bound.c): every step with its own memory (what it
+ * touches, pinned tensors, fixed_bytes) resident and its fastest algorithm
+ * whose workspace fits beside it (compute_ms); the contents still needed
+ * that cannot stay on the device beside a step's own memory copied back in
+ * at least once (transfer_ms). ms is the larger: a plan's predicted time is
+ * never below it. */
+typedef struct sn_plan_bound {
+    double ms;
+    double compute_ms;
+    double transfer_ms;
+    double unlimited_ms;      /* every step's fastest algorithm, memory unlimited */
+    uint64_t offdevice_bytes; /* contents off the device at once at least (at offdevice_step) */
+    int offdevice_step;       /* -1: everything fits */
+    int feasible;             /* 0: some step's own memory alone exceeds the budget */
+} sn_plan_bound;
+
+/* Fills out for m under budget. Returns 0, or -1 on an invalid model or
+ * out of memory. */
+int sn_plan_bound_of(const sn_plan_model *m, uint64_t budget, sn_plan_bound *out);
+
 #endif

@@ -319,7 +319,8 @@ if [ -z "${SANITIZE:-}" ]; then
     check "off the plan: the text report counts departures, resumptions and re-learnings" \
         "grep -qE '^ +off the plan +[1-9][0-9]* times the run left the learned sequence, [1-9][0-9]* steps off it .*resumed [1-9]' '$tmp/op.txt' &&
          grep -qE '^ +learned anew +1 times of 1 begun' '$tmp/op.txt' &&
-         grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt'"
+         grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt' &&
+         grep -qE '^ +bound +no plan under this budget runs an iteration in less than [0-9.]+ ms' '$tmp/op.txt'"
 fi
 
 # auto's candidate plans: with the slack wide open a small ResNet has
@@ -349,6 +350,16 @@ echo "# candidates: $ncand, measured $measured, kept $kept (fastest measured: $b
 check "auto's candidates: each followed and measured, the fastest kept, bit-identical" \
     "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$ncand' -ge 2 ] && [ '$measured' = '$ncand' ] && [ '$kept' = '$best' ] &&
      [ '$plans' -ge '$ncand' ]"
+# what no plan can beat: reported beside the plan, below every candidate's
+# prediction, its steps no faster than with memory unlimited
+check "the plan's bound: below every candidate's prediction, compute at least the unlimited model's" \
+    "python3 -c 'import json,sys
+p = json.load(open(sys.argv[1]))[\"devices\"][0][\"manage\"][\"plan\"]
+b = p[\"bound_ms\"]
+ok = b > 0 and b == max(p[\"bound_compute_ms\"], p[\"bound_transfer_ms\"]) and \\
+     p[\"bound_compute_ms\"] >= p[\"unlimited_ms\"] - 1e-6 and \\
+     all(c[\"predicted_ms\"] < 0 or c[\"predicted_ms\"] >= b - 1e-6 for c in p[\"candidates\"])
+sys.exit(0 if ok else 1)' '$tmp/cand.json'"
 SN_CANDIDATES=1 SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand1.json" LD_PRELOAD="$SN_PRELOAD" \
     "$trainer" "${cand[@]}" >/dev/null 2>&1
 check "SN_CANDIDATES=1: auto's prediction alone, one plan" \

@@ -1101,6 +1101,92 @@ static void test_free_and_step_ms(void **state)
     near(sn_plan_step_ms(NULL, NULL, 0), 0);
 }
 
+/* The bound (sn_plan_bound.c) on four steps of 1, 2, 3, 2 ms, 1 GB/s:
+ *   A 10 MB  written whole at 0, read at 2      -> needed (off its steps) at 1
+ *   B 20 MB  written whole at 1, read at 3      -> needed at 2
+ *   W  5 MB  read at 0, read and written at 3   -> needed at 1, 2 (and over
+ *            the wrap from 3 to 0 there is no step)
+ *   P  3 MB  pinned; 1 MB fixed
+ * Step 1 may run in 1 ms with 50 MB of workspace instead of its 2 ms.
+ * Own memory: 4 + (15, 20, 10, 25) = 19, 24, 14, 29 MB; with what is
+ * needed off its steps 19, 39, 39, 29 MB. */
+static void test_bound(void **state)
+{
+    (void)state;
+    static const sn_plan_access aa[] = {{0, WK}, {2, R}}, ab[] = {{1, WK}, {3, R}},
+                                aw[] = {{0, R}, {3, R | SN_PLAN_W}}, ap[] = {{2, R}};
+    static const sn_plan_algo fast[] = {{1, 1.0, 50 * MB}, {0, 2.0, 0}};
+    sn_plan_step st[4];
+    steps(st, 4, (double[]){1, 2, 3, 2});
+    st[1].conv = 1;
+    st[1].nalgo = 2;
+    st[1].algo = fast;
+    st[1].framework_algo = 1;
+    sn_plan_tensor t[4] = {T(10 * MB, 2, aa), T(20 * MB, 2, ab), T(5 * MB, 2, aw), T(3 * MB, 1, ap)};
+    t[2].role = SN_PLAN_WEIGHT;
+    t[3].pinned = 1;
+    sn_plan_model m = M(4, st, 4, t);
+    m.fixed_bytes = 1 * MB;
+    sn_plan_bound b;
+
+    /* 100 MB: the fast algorithm fits beside step 1's 24 MB; nothing must leave */
+    assert_int_equal(sn_plan_bound_of(&m, 100 * MB, &b), 0);
+    assert_int_equal(b.feasible, 1);
+    near(b.compute_ms, 7);
+    near(b.unlimited_ms, 7);
+    assert_int_equal(b.offdevice_bytes, 0);
+    assert_int_equal(b.offdevice_step, -1);
+    near(b.transfer_ms, 0);
+    near(b.ms, 7);
+
+    /* 74 MB is just enough for it, 73 not */
+    assert_int_equal(sn_plan_bound_of(&m, 74 * MB, &b), 0);
+    near(b.compute_ms, 7);
+    assert_int_equal(sn_plan_bound_of(&m, 73 * MB, &b), 0);
+    near(b.compute_ms, 8);
+    near(b.unlimited_ms, 7);
+
+    /* 30 MB: 9 MB of what steps 1 and 2 still need is on the host, and
+     * comes back in 9 ms at least, more than the 8 ms of compute */
+    assert_int_equal(sn_plan_bound_of(&m, 30 * MB, &b), 0);
+    assert_int_equal(b.feasible, 1);
+    near(b.compute_ms, 8);
+    assert_int_equal(b.offdevice_bytes, 9 * MB);
+    assert_int_equal(b.offdevice_step, 1);
+    near(b.transfer_ms, 9);
+    near(b.ms, 9);
+
+    /* step 3's own 29 MB does not fit 28 */
+    assert_int_equal(sn_plan_bound_of(&m, 28 * MB, &b), 0);
+    assert_int_equal(b.feasible, 0);
+
+    /* over the wrap: three steps; X (10 MB) is read and written at 1 only,
+     * Y (5 MB) written whole at 0 and read at 2. X's contents are needed
+     * from 1 to 1 of the next iteration: at 2 and 0, so 15 MB at every
+     * step, 5 off the device at 10 MB, first at step 0 */
+    static const sn_plan_access ax[] = {{1, R | SN_PLAN_W}}, axk[] = {{1, WK}}, ay[] = {{0, WK}, {2, R}};
+    sn_plan_step st3[3];
+    steps(st3, 3, (double[]){1, 1, 1});
+    sn_plan_tensor t3[2] = {T(10 * MB, 1, ax), T(5 * MB, 2, ay)};
+    sn_plan_model m3 = M(3, st3, 2, t3);
+    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    assert_int_equal(b.offdevice_bytes, 5 * MB);
+    assert_int_equal(b.offdevice_step, 0);
+    /* living within the iteration only (bounded), or overwritten whole,
+     * X is needed at no other step: only Y waits, at step 1 */
+    t3[0] = Tb(10 * MB, 1, 1, 1, ax);
+    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    assert_int_equal(b.offdevice_bytes, 5 * MB);
+    assert_int_equal(b.offdevice_step, 1);
+    t3[0] = T(10 * MB, 1, axk);
+    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    assert_int_equal(b.offdevice_step, 1);
+    near(b.compute_ms, 3);
+    near(b.ms, 5);
+
+    assert_int_equal(sn_plan_bound_of(&(sn_plan_model){0}, 30 * MB, &b), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1126,6 +1212,7 @@ int main(void)
         cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_free_and_step_ms),
+        cmocka_unit_test(test_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1155,11 +1155,28 @@ static int memory_reason(const char *why)
            !strcmp(why, "the tensors resident at the iteration's start exceed the budget");
 }
 
+/* A plan's predicted iteration is never faster than the model's bound under
+ * its budget (policy/sn_plan_bound.c), and a budget the bound calls too
+ * small has no feasible plan. */
+static void within_bound(const sn_plan_model *m, const sn_plan *p, int policy)
+{
+    sn_plan_bound bd;
+    assert_int_equal(sn_plan_bound_of(m, p->budget, &bd), 0);
+    if (p->predicted.feasible && !bd.feasible)
+        fail_msg("budget %llu policy %d: feasible, but the bound says no step fits",
+                 (unsigned long long)p->budget, policy);
+    if (p->predicted.feasible && p->predicted.iter_ms < bd.ms - 1e-9)
+        fail_msg("budget %llu policy %d: predicted %.6f ms, below the bound %.6f (compute %.6f, copies %.6f)",
+                 (unsigned long long)p->budget, policy, p->predicted.iter_ms, bd.ms, bd.compute_ms,
+                 bd.transfer_ms);
+}
+
 /* Every policy at every budget from lo to hi MB: a plan comes back, with a
  * class per tensor and an algorithm exactly where there is a choice; it
  * is infeasible only for memory; the memory profile the policies plan
- * with says it fits exactly when the timeline does; auto is feasible
- * whenever some seed is, and never slower. */
+ * with says it fits exactly when the timeline does; no plan beats the
+ * model's bound; auto is feasible whenever some seed is, and never
+ * slower. */
 static void sweep(const sn_plan_model *m, int lo, int hi, int *feasible_seen)
 {
     for (int b = lo; b <= hi; b++) {
@@ -1185,6 +1202,7 @@ static void sweep(const sn_plan_model *m, int lo, int hi, int *feasible_seen)
                          (unsigned long long)peak, p.predicted.feasible);
             if (p.predicted.feasible)
                 feasible_seen[policy]++;
+            within_bound(m, &p, policy);
             if (policy == SN_POLICY_AUTO) {
                 own = p;
                 continue;
@@ -1231,6 +1249,7 @@ static void test_sweep_net4_vmm(void **state)
         m.scratch_held = k / 45;
         sn_plan own = make(&m, SN_POLICY_AUTO, (uint64_t)b);
         assert_int_equal(own.predicted.feasible, 1);
+        within_bound(&m, &own, SN_POLICY_AUTO);
         if (own.sync) {
             gathered++;
             assert_int_equal(own.sync[0], 1);
@@ -1242,6 +1261,8 @@ static void test_sweep_net4_vmm(void **state)
              * on the model as it is */
             sn_plan_timeline tl;
             assert_int_equal(sn_plan_simulate(&m, &p, &tl, NULL, NULL), 0);
+            p.predicted = tl;
+            within_bound(&m, &p, seeds[i]);
             if (tl.feasible && tl.iter_ms < own.predicted.iter_ms)
                 fail_msg("budget %d: auto %.4f ms, %d %.4f ms", b, own.predicted.iter_ms, seeds[i], tl.iter_ms);
             sn_plan_free(&p);
