@@ -84,12 +84,14 @@ try:
     if b <= 0:
         raise ValueError
 except Exception:
-    print("| %s | %.3f | no plan made | | | | |" % (name, ideal))
+    print("| %s | %.3f | no plan made | | | | | |" % (name, ideal))
     sys.exit()
 pred, stall = p["predicted_ms"], p["predicted_stall_ms"]
 plan = "%.0f + %.0f stalled" % (pred - stall, stall) if pred > 0 and stall >= 0 else "not feasible as made"
-print("| %s | %.3f | %.3f (%.3f) | %.3f (%.3f unlimited) | %.1f GB, %.0f ms | %s | %.3f (%.2f) |"
-      % (name, ideal, b, ideal / b, p["bound_compute_ms"], p["unlimited_ms"],
+w = p["bound_window"]
+stall = "%.0f (steps %d-%d)" % (p["bound_stall_ms"], w[0], w[1]) if p["bound_stall_ms"] > 0 else "0"
+print("| %s | %.3f | %.3f (%.3f) | %.3f (%.3f unlimited) | %s | %.1f GB, %.0f ms | %s | %.3f (%.2f) |"
+      % (name, ideal, b, ideal / b, p["bound_compute_ms"], p["unlimited_ms"], stall,
          p["bound_offdevice_bytes"] / 1e9, p["bound_transfer_ms"], plan, measured, b / measured))
 PY
 }
@@ -181,13 +183,17 @@ done
     echo "unlimited, the fastest of the algorithms measured, which on the 12 GB device are"
     echo "those whose workspace it could hold). Contents still needed later that cannot stay"
     echo "on the device beside a step's own memory must come back before they are read (GB and"
-    echo "the time of copying them in). The bound is the larger of the two: the best ratio to"
-    echo "the ideal any plan can reach is in its brackets. Auto's prediction is its chosen"
+    echo "the time of copying them in), and no sooner than the step where they are away has ended;"
+    echo "and what was written since an earlier step and is away must leave after it: where the"
+    echo "steps between take less time than those copies, the device waits (the stall no plan"
+    echo "avoids, with its window). The bound is the steps' compute plus that stall, or the copies"
+    echo "in alone when larger: the best ratio to the ideal any plan can reach is in its brackets."
+    echo "Auto's prediction is its chosen"
     echo "algorithms' time plus the stall the timeline predicts; the last column is auto's"
     echo "measured time and how close it comes to the bound (1.00: as fast as the bound)."
     echo
-    echo "| run | ideal ms | bound ms (best ratio) | steps' compute, ms | must come back | auto predicted, ms | auto measured (to bound) |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| run | ideal ms | bound ms (best ratio) | steps' compute, ms | stall no plan avoids, ms | must come back | auto predicted, ms | auto measured (to bound) |"
+    echo "|---|---|---|---|---|---|---|---|"
     cat "$tmp/bound.md" 2>/dev/null
 } >>"$tmp/table.md"
 

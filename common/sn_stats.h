@@ -67,10 +67,12 @@ typedef struct sn_manage_stats {
     int plan_liveness;                   /* a seed policy planned again with its framework's liveness */
     double plan_predicted_ms;            /* the plan timeline's iteration time, -1 not feasible as made */
     /* what no plan under the budget can beat (policy/sn_plan_bound.c): its
-     * iteration time, compute and copy-in parts, the model's time with
-     * unlimited memory, and the contents that must be off the device at
-     * once; bound_ms 0: not computed */
-    double plan_bound_ms, plan_bound_compute_ms, plan_bound_transfer_ms, plan_unlimited_ms;
+     * iteration time, its compute, stall (between steps from and to) and
+     * copy-in parts, the model's time with unlimited memory, and the
+     * contents that must be off the device at once; bound_ms 0: not
+     * computed */
+    double plan_bound_ms, plan_bound_compute_ms, plan_bound_stall_ms, plan_bound_transfer_ms, plan_unlimited_ms;
+    int plan_bound_from, plan_bound_to;
     uint64_t plan_bound_offdevice;
     int plan_sync_steps;                 /* a gathered plan's sync steps (0: it maps and unmaps at any step) */
     const char *plan_why;                /* why not (a string constant), NULL when feasible */

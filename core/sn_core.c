@@ -1841,6 +1841,9 @@ static void sn_finish(int cuda_usable)
                     ms->plan_bound_ms = ex->limit.ms;
                     ms->plan_bound_compute_ms = ex->limit.compute_ms;
                     ms->plan_bound_transfer_ms = ex->limit.transfer_ms;
+                    ms->plan_bound_stall_ms = ex->limit.stall_ms;
+                    ms->plan_bound_from = ex->limit.window_from;
+                    ms->plan_bound_to = ex->limit.window_to;
                     ms->plan_unlimited_ms = ex->limit.unlimited_ms;
                     ms->plan_bound_offdevice = ex->limit.offdevice_bytes;
                     ms->plan_sync_steps = 0;

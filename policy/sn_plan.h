@@ -209,12 +209,19 @@ uint64_t sn_plan_stretch_workspace(const sn_plan_model *m, const sn_plan *p, int
  * touches, pinned tensors, fixed_bytes) resident and its fastest algorithm
  * whose workspace fits beside it (compute_ms); the contents still needed
  * that cannot stay on the device beside a step's own memory copied back in
- * at least once (transfer_ms). ms is the larger: a plan's predicted time is
- * never below it. */
+ * at least once (transfer_ms), and no sooner than the step where they are
+ * away has ended, before the steps that read them (stall_ms). ms is the
+ * larger of compute_ms + stall_ms and transfer_ms: a plan's predicted time
+ * is never below it. */
 typedef struct sn_plan_bound {
     double ms;
     double compute_ms;
     double transfer_ms;
+    /* the device's wait no plan avoids: what is off the device at step
+     * window_from and read by window_to takes longer to copy in than the
+     * steps between them */
+    double stall_ms;
+    int window_from, window_to; /* -1: none */
     double unlimited_ms;      /* every step's fastest algorithm, memory unlimited */
     uint64_t offdevice_bytes; /* contents off the device at once at least (at offdevice_step) */
     int offdevice_step;       /* -1: everything fits */

@@ -1101,6 +1101,14 @@ static void test_free_and_step_ms(void **state)
     near(sn_plan_step_ms(NULL, NULL, 0), 0);
 }
 
+/* The bound of m under budget (it must be computable). */
+static sn_plan_bound bound_of(const sn_plan_model *m, uint64_t budget)
+{
+    sn_plan_bound b;
+    assert_int_equal(sn_plan_bound_of(m, budget, &b), 0);
+    return b;
+}
+
 /* The bound (sn_plan_bound.c) on four steps of 1, 2, 3, 2 ms, 1 GB/s:
  *   A 10 MB  written whole at 0, read at 2      -> needed (off its steps) at 1
  *   B 20 MB  written whole at 1, read at 3      -> needed at 2
@@ -1130,59 +1138,101 @@ static void test_bound(void **state)
     sn_plan_bound b;
 
     /* 100 MB: the fast algorithm fits beside step 1's 24 MB; nothing must leave */
-    assert_int_equal(sn_plan_bound_of(&m, 100 * MB, &b), 0);
+    b = bound_of(&m, 100 * MB);
     assert_int_equal(b.feasible, 1);
     near(b.compute_ms, 7);
     near(b.unlimited_ms, 7);
     assert_int_equal(b.offdevice_bytes, 0);
     assert_int_equal(b.offdevice_step, -1);
     near(b.transfer_ms, 0);
+    near(b.stall_ms, 0);
+    assert_int_equal(b.window_from, -1);
     near(b.ms, 7);
 
     /* 74 MB is just enough for it, 73 not */
-    assert_int_equal(sn_plan_bound_of(&m, 74 * MB, &b), 0);
+    b = bound_of(&m, 74 * MB);
     near(b.compute_ms, 7);
-    assert_int_equal(sn_plan_bound_of(&m, 73 * MB, &b), 0);
+    b = bound_of(&m, 73 * MB);
     near(b.compute_ms, 8);
     near(b.unlimited_ms, 7);
 
-    /* 30 MB: 9 MB of what steps 1 and 2 still need is on the host, and
-     * comes back in 9 ms at least, more than the 8 ms of compute */
-    assert_int_equal(sn_plan_bound_of(&m, 30 * MB, &b), 0);
+    /* 30 MB: 9 MB of what steps 1 and 2 still need is on the host (9 ms
+     * of copies in, more than the 8 ms of compute). When: at step 2 the 9
+     * MB away are of B and W, both read at step 3, so they come back
+     * between the two with the device idle: 8 + 9 ms. (At step 1, 4 of
+     * the 9 MB are A's, read at 2 at once after; all 9 by step 3, with
+     * step 2's 3 ms between: 4 and 6 ms of stall.) */
+    b = bound_of(&m, 30 * MB);
     assert_int_equal(b.feasible, 1);
     near(b.compute_ms, 8);
     assert_int_equal(b.offdevice_bytes, 9 * MB);
     assert_int_equal(b.offdevice_step, 1);
     near(b.transfer_ms, 9);
-    near(b.ms, 9);
+    near(b.stall_ms, 9);
+    assert_int_equal(b.window_from, 2);
+    assert_int_equal(b.window_to, 3);
+    near(b.ms, 17);
+    /* 36 MB: 3 MB away at steps 1 and 2; at 2 they are read at 3 at once */
+    b = bound_of(&m, 36 * MB);
+    near(b.stall_ms, 3);
+    near(b.ms, 11);
 
     /* step 3's own 29 MB does not fit 28 */
-    assert_int_equal(sn_plan_bound_of(&m, 28 * MB, &b), 0);
+    b = bound_of(&m, 28 * MB);
     assert_int_equal(b.feasible, 0);
 
     /* over the wrap: three steps; X (10 MB) is read and written at 1 only,
      * Y (5 MB) written whole at 0 and read at 2. X's contents are needed
      * from 1 to 1 of the next iteration: at 2 and 0, so 15 MB at every
-     * step, 5 off the device at 10 MB, first at step 0 */
+     * step, 5 off the device at 10 MB, first at step 0, where X is read
+     * at once after: 5 ms of stall */
     static const sn_plan_access ax[] = {{1, R | SN_PLAN_W}}, axk[] = {{1, WK}}, ay[] = {{0, WK}, {2, R}};
     sn_plan_step st3[3];
     steps(st3, 3, (double[]){1, 1, 1});
     sn_plan_tensor t3[2] = {T(10 * MB, 1, ax), T(5 * MB, 2, ay)};
     sn_plan_model m3 = M(3, st3, 2, t3);
-    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    b = bound_of(&m3, 10 * MB);
     assert_int_equal(b.offdevice_bytes, 5 * MB);
     assert_int_equal(b.offdevice_step, 0);
+    near(b.stall_ms, 5);
+    near(b.ms, 8);
     /* living within the iteration only (bounded), or overwritten whole,
      * X is needed at no other step: only Y waits, at step 1 */
     t3[0] = Tb(10 * MB, 1, 1, 1, ax);
-    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    b = bound_of(&m3, 10 * MB);
     assert_int_equal(b.offdevice_bytes, 5 * MB);
     assert_int_equal(b.offdevice_step, 1);
     t3[0] = T(10 * MB, 1, axk);
-    assert_int_equal(sn_plan_bound_of(&m3, 10 * MB, &b), 0);
+    b = bound_of(&m3, 10 * MB);
     assert_int_equal(b.offdevice_step, 1);
     near(b.compute_ms, 3);
-    near(b.ms, 5);
+    assert_int_equal(b.window_from, 1);
+    assert_int_equal(b.window_to, 2);
+    near(b.ms, 8);
+    /* a fourth step of 1 ms, Y read there instead: coming back, a step
+     * between hides 1 ms of its 5; but it must also leave, written at 0
+     * and away at 1, with no step between: 5 ms */
+    static const sn_plan_access ay4[] = {{0, WK}, {3, R}};
+    sn_plan_step st4[4];
+    steps(st4, 4, (double[]){1, 1, 1, 1});
+    sn_plan_tensor t4[2] = {T(10 * MB, 1, axk), T(5 * MB, 2, ay4)};
+    sn_plan_model m4 = M(4, st4, 2, t4);
+    b = bound_of(&m4, 10 * MB);
+    assert_int_equal(b.offdevice_step, 1);
+    near(b.stall_ms, 5);
+    assert_int_equal(b.window_from, 0);
+    assert_int_equal(b.window_to, 1);
+    near(b.ms, 9);
+    /* with Y's contents never written on the device (a host copy stays
+     * current: only reads), nothing leaves by copy, and the way back
+     * decides: 4 ms */
+    static const sn_plan_access ay4r[] = {{0, R}, {3, R}};
+    t4[1] = T(5 * MB, 2, ay4r);
+    b = bound_of(&m4, 10 * MB);
+    near(b.stall_ms, 4);
+    assert_int_equal(b.window_from, 1);
+    assert_int_equal(b.window_to, 3);
+    near(b.ms, 8);
 
     assert_int_equal(sn_plan_bound_of(&(sn_plan_model){0}, 30 * MB, &b), -1);
 }

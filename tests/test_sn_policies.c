@@ -1166,8 +1166,9 @@ static void within_bound(const sn_plan_model *m, const sn_plan *p, int policy)
         fail_msg("budget %llu policy %d: feasible, but the bound says no step fits",
                  (unsigned long long)p->budget, policy);
     if (p->predicted.feasible && p->predicted.iter_ms < bd.ms - 1e-9)
-        fail_msg("budget %llu policy %d: predicted %.6f ms, below the bound %.6f (compute %.6f, copies %.6f)",
-                 (unsigned long long)p->budget, policy, p->predicted.iter_ms, bd.ms, bd.compute_ms,
+        fail_msg("budget %llu policy %d: predicted %.6f ms, below the bound %.6f (compute %.6f, stall %.6f, "
+                 "copies %.6f)",
+                 (unsigned long long)p->budget, policy, p->predicted.iter_ms, bd.ms, bd.compute_ms, bd.stall_ms,
                  bd.transfer_ms);
 }
 

@@ -175,13 +175,19 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                 sn_option_choice("SN_POLICY", s->plan_policy),
                 s->plan_liveness ? " (with the liveness drops of its framework)" : "",
                 (unsigned long long)s->plan_iterations, last, s->plan_predicted_ms);
-    if (s->plan_bound_ms > 0)
+    if (s->plan_bound_ms > 0) {
         fprintf(f, "  bound              no plan under this budget runs an iteration in less than %.3f ms: its "
                    "steps take %.3f ms with the fastest algorithms whose workspace fits beside each (%.3f ms "
-                   "with memory unlimited), and %.1f MiB still needed cannot stay on the device, %.3f ms of "
-                   "copies in\n",
+                   "with memory unlimited); %.1f MiB still needed cannot stay on the device (%.3f ms of "
+                   "copies in)",
                 s->plan_bound_ms, s->plan_bound_compute_ms, s->plan_unlimited_ms, mib(s->plan_bound_offdevice),
                 s->plan_bound_transfer_ms);
+        if (s->plan_bound_stall_ms > 0)
+            fprintf(f, ", and what is away at step %d and read by step %d takes %.3f ms longer to copy in than "
+                       "the steps between",
+                    s->plan_bound_from, s->plan_bound_to, s->plan_bound_stall_ms);
+        fprintf(f, "\n");
+    }
     if (s->plan_sync_steps)
         fprintf(f, "  gathered           memory mapped and unmapped at %d sync steps of the iteration only\n",
                 s->plan_sync_steps);
@@ -521,8 +527,9 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->relearn_begun, (unsigned long long)s->relearned);
     if (s->has_plan) {
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,"
-                   "\"bound_ms\":%.6f,\"bound_compute_ms\":%.6f,\"bound_transfer_ms\":%.6f,\"unlimited_ms\":%.6f,"
-                   "\"bound_offdevice_bytes\":%llu,\"prefetches\":%llu,"
+                   "\"bound_ms\":%.6f,\"bound_compute_ms\":%.6f,\"bound_stall_ms\":%.6f,\"bound_window\":[%d,%d],"
+                   "\"bound_transfer_ms\":%.6f,\"unlimited_ms\":%.6f,\"bound_offdevice_bytes\":%llu,"
+                   "\"prefetches\":%llu,"
                    "\"prefetch_bytes\":%llu,\"offloads\":%llu,\"offload_bytes\":%llu,\"drops\":%llu,"
                    "\"cancelled\":%llu,\"skipped\":%llu,\"left\":%llu,\"algo_steps\":%d,\"algo_up\":%d,"
                    "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
@@ -531,7 +538,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                    "\"sync_steps\":%d,\"candidate_kept\":%d,\"candidates\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms, s->plan_bound_ms,
-                s->plan_bound_compute_ms, s->plan_bound_transfer_ms, s->plan_unlimited_ms,
+                s->plan_bound_compute_ms, s->plan_bound_stall_ms, s->plan_bound_from, s->plan_bound_to,
+                s->plan_bound_transfer_ms, s->plan_unlimited_ms,
                 (unsigned long long)s->plan_bound_offdevice, (unsigned long long)s->plan_prefetches, (unsigned long long)s->plan_prefetch_bytes,
                 (unsigned long long)s->plan_offloads, (unsigned long long)s->plan_offload_bytes,
                 (unsigned long long)s->plan_drops, (unsigned long long)s->plan_cancelled,
