@@ -418,8 +418,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     sn_exec_fit_to_arena(&ps, &pm, granule, remap_drains);
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
-    if (sn_plan_bound_of(&pm, budget, &ex->limit) != 0)
-        ex->limit = (sn_plan_bound){.offdevice_step = -1};
+    (void)sn_plan_bound_of(&pm, budget, &ex->limit); /* (ms 0 when it cannot be had) */
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
     if (fw_ms)
         sn_exec_restrict(&pm, &ps, workspace, fw_ms);

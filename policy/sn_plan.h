@@ -229,7 +229,7 @@ typedef struct sn_plan_bound {
 } sn_plan_bound;
 
 /* Fills out for m under budget. Returns 0, or -1 on an invalid model or
- * out of memory. */
+ * out of memory, out then saying nothing (ms 0, no window). */
 int sn_plan_bound_of(const sn_plan_model *m, uint64_t budget, sn_plan_bound *out);
 
 #endif

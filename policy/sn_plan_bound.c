@@ -43,29 +43,22 @@ static double step_bound_ms(const sn_plan_model *m, int s, uint64_t need, uint64
     *fits = need <= budget;
     if (st->nalgo <= 0)
         return st->ms;
-    double best = -1.0, least_ms = st->ms;
-    uint64_t least = UINT64_MAX;
+    double best = -1.0;
     for (int a = 0; a < st->nalgo; a++) {
         uint64_t extra = sn_plan_extra_workspace(m, s, &st->algo[a]);
         if (need <= budget && extra <= budget - need && (best < 0 || st->algo[a].ms < best))
             best = st->algo[a].ms;
-        if (extra < least || (extra == least && st->algo[a].ms < least_ms)) {
-            least = extra;
-            least_ms = st->algo[a].ms;
-        }
     }
     if (best < 0)
         *fits = 0;
-    return best >= 0 ? best : least_ms;
+    return best >= 0 ? best : st->algo[sn_plan_algo_minws(m, s)].ms;
 }
 
-static double step_unlimited_ms(const sn_plan_step *st)
+/* Step s with memory unlimited: its fastest algorithm. */
+static double step_unlimited_ms(const sn_plan_model *m, int s)
 {
-    double best = st->ms;
-    for (int a = 0; a < st->nalgo; a++)
-        if (a == 0 || st->algo[a].ms < best)
-            best = st->algo[a].ms;
-    return best;
+    int a = sn_plan_algo_fastest(m, s);
+    return a >= 0 ? m->step[s].algo[a].ms : m->step[s].ms;
 }
 
 /* A stretch of a tensor's contents needed off its own steps: after its
@@ -228,7 +221,7 @@ int sn_plan_bound_of(const sn_plan_model *m, uint64_t budget, sn_plan_bound *out
         int fits;
         comp[s] = step_bound_ms(m, s, need, budget, &fits);
         out->compute_ms += comp[s];
-        out->unlimited_ms += step_unlimited_ms(&m->step[s]);
+        out->unlimited_ms += step_unlimited_ms(m, s);
         if (!fits)
             out->feasible = 0;
         uint64_t held = need + (uint64_t)kept_now;

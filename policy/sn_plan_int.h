@@ -36,6 +36,12 @@ const sn_plan_algo *sn_plan_step_algo(const sn_plan_model *m, const sn_plan *p, 
  * the buffer the step names (own_workspace) by. */
 uint64_t sn_plan_extra_workspace(const sn_plan_model *m, int s, const sn_plan_algo *alg);
 
+/* Step s's fastest algorithm (least extra workspace on a tie) and the one
+ * needing the least extra workspace (fastest on a tie), as indices in its
+ * list; -1 when it has no choice. */
+int sn_plan_algo_fastest(const sn_plan_model *m, int s);
+int sn_plan_algo_minws(const sn_plan_model *m, int s);
+
 /* The index in t->access of its first access at or after step, -1 when
  * none; wrap: look on from the iteration's start when there is none after
  * (the access the next iteration makes first). */

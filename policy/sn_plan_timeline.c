@@ -71,6 +71,31 @@ uint64_t sn_plan_extra_workspace(const sn_plan_model *m, int s, const sn_plan_al
     return alg && alg->workspace > own ? alg->workspace - own : 0;
 }
 
+int sn_plan_algo_fastest(const sn_plan_model *m, int s)
+{
+    const sn_plan_step *st = &m->step[s];
+    int best = -1;
+    for (int a = 0; a < st->nalgo; a++)
+        if (best < 0 || st->algo[a].ms < st->algo[best].ms ||
+            (st->algo[a].ms == st->algo[best].ms &&
+             sn_plan_extra_workspace(m, s, &st->algo[a]) < sn_plan_extra_workspace(m, s, &st->algo[best])))
+            best = a;
+    return best;
+}
+
+int sn_plan_algo_minws(const sn_plan_model *m, int s)
+{
+    const sn_plan_step *st = &m->step[s];
+    int best = -1;
+    for (int a = 0; a < st->nalgo; a++) {
+        uint64_t ea = sn_plan_extra_workspace(m, s, &st->algo[a]);
+        uint64_t eb = best < 0 ? 0 : sn_plan_extra_workspace(m, s, &st->algo[best]);
+        if (best < 0 || ea < eb || (ea == eb && st->algo[a].ms < st->algo[best].ms))
+            best = a;
+    }
+    return best;
+}
+
 const sn_plan_algo *sn_plan_step_algo(const sn_plan_model *m, const sn_plan *p, int s)
 {
     if (!m || s < 0 || s >= m->nsteps)

@@ -256,24 +256,12 @@ uint64_t sn_pol_ws(const sn_pol *P, const int *algo, int s)
 
 int sn_pol_algo_fastest(const sn_pol *P, int s)
 {
-    const sn_plan_step *st = &P->m->step[s];
-    int best = -1;
-    for (int a = 0; a < st->nalgo; a++)
-        if (best < 0 || st->algo[a].ms < st->algo[best].ms ||
-            (st->algo[a].ms == st->algo[best].ms && sn_pol_extra(P, s, a) < sn_pol_extra(P, s, best)))
-            best = a;
-    return best;
+    return sn_plan_algo_fastest(P->m, s);
 }
 
 int sn_pol_algo_minws(const sn_pol *P, int s)
 {
-    const sn_plan_step *st = &P->m->step[s];
-    int best = -1;
-    for (int a = 0; a < st->nalgo; a++)
-        if (best < 0 || sn_pol_extra(P, s, a) < sn_pol_extra(P, s, best) ||
-            (sn_pol_extra(P, s, a) == sn_pol_extra(P, s, best) && st->algo[a].ms < st->algo[best].ms))
-            best = a;
-    return best;
+    return sn_plan_algo_minws(P->m, s);
 }
 
 double sn_pol_ms(const sn_pol *P, const int *algo, int s)

@@ -1235,6 +1235,9 @@ static void test_bound(void **state)
     near(b.ms, 8);
 
     assert_int_equal(sn_plan_bound_of(&(sn_plan_model){0}, 30 * MB, &b), -1);
+    near(b.ms, 0);
+    assert_int_equal(b.window_from, -1);
+    assert_int_equal(b.window_to, -1);
 }
 
 int main(void)
