@@ -125,6 +125,13 @@ int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int wi
 /* The same at the sync steps given (ns flags; step 0 always is one, and
  * a prefetch may add its own). */
 int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, sn_pol_acts *out);
+/* Paces the gathered plan G (feasible, predicted *ms under P's budget):
+ * each copy moved, one at a time, to be issued at the next sync step after
+ * its own where the timeline predicts that faster (an offload while its
+ * tensor is not used in between, a prefetch while that sync step comes
+ * before its use), at most max_tries timelines. G and *ms are updated.
+ * Returns the number of moves kept, or -1 (out of memory). */
+int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G, double *ms);
 
 /* A tensor's state while a step runs, as the profile and the cache track it. */
 enum { SN_POL_OFF = 0, SN_POL_ON = 1, SN_POL_COMING = 2 };

@@ -17,6 +17,15 @@
  * fewer waits save, and auto keeps it only when it predicts it faster.
  * Where no sync step lies between a tensor's leaving and its prefetch, the
  * prefetch's own step becomes one.
+ *
+ * Pacing (sn_pol_pace) then issues some copies a stretch later. A sync
+ * step waits for every copy in flight, whether or not it needs the memory
+ * that copy frees: an offload issued late in a stretch, or a prefetch
+ * issued at one sync step for a use well past the next, makes the next
+ * one wait. Issued at that next sync step instead, the offload's copy
+ * overlaps the following stretch (its memory held a stretch longer) and
+ * the prefetch maps its memory a stretch later; the timeline keeps each
+ * move that predicts faster and still fits.
  */
 #include "policy/sn_policy.h"
 
@@ -170,5 +179,132 @@ fail:
     free(on);
     free(dropped);
     sn_pol_acts_free(&G);
+    return -1;
+}
+
+/* The next sync step after s, or -1 when none is left in the iteration
+ * (a move into the next iteration would reorder it). */
+static int next_sync(const sn_pol_acts *G, int s)
+{
+    for (int q = s + 1; q < G->nsync; q++)
+        if (G->sync[q])
+            return q;
+    return -1;
+}
+
+/* Whether action i of G may be issued at sync step q instead: a prefetch
+ * when q still comes before the step that waits for it; an offload when
+ * its tensor is not used up to q, nor brought back there. */
+static int pace_allowed(const sn_pol *P, const sn_pol_acts *G, int i, int q)
+{
+    const sn_plan_action *a = &G->a[i];
+    if (a->op == SN_PLAN_PREFETCH)
+        return a->need > q;
+    if (a->op != SN_PLAN_OFFLOAD)
+        return 0;
+    int next = sn_pol_next_use(P, a->tensor, a->step, NULL);
+    if (next >= 0 && next <= q)
+        return 0;
+    for (int j = 0; j < G->n; j++)
+        if (G->a[j].tensor == a->tensor && G->a[j].op == SN_PLAN_PREFETCH && G->a[j].step > a->step &&
+            G->a[j].step <= q)
+            return 0;
+    return 1;
+}
+
+static int same_action(const sn_plan_action *a, const sn_plan_action *b)
+{
+    return a->op == b->op && a->tensor == b->tensor && a->step == b->step && a->need == b->need;
+}
+
+/* A move worth trying: the action, and how long the sync step it makes
+ * wait waits. */
+typedef struct pace_move {
+    sn_plan_action a;
+    double wait;
+} pace_move;
+
+static int by_wait(const void *pa, const void *pb)
+{
+    const pace_move *a = pa, *b = pb;
+    if (a->wait != b->wait)
+        return a->wait > b->wait ? -1 : 1;
+    return b->a.step - a->a.step; /* then the latest issued first */
+}
+
+/* The moves worth trying in G: the copies issued in a stretch whose end,
+ * a sync step, waits (offloads issued in it, prefetches issued at its
+ * start), the longest waits first. Returns how many, or -1. */
+static int pace_moves(const sn_pol *P, const int *algo, const sn_pol_acts *G, double *start, pace_move *mv)
+{
+    sn_plan p = {.budget = P->budget, .nactions = G->n, .actions = G->a, .algo = (int *)algo,
+                 .gtbm_class = P->gtbm, .sync = G->sync};
+    sn_plan_timeline tl;
+    if (sn_plan_simulate(P->m, &p, &tl, start, NULL) < 0)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < G->n; i++) {
+        const sn_plan_action *a = &G->a[i];
+        if (a->op == SN_PLAN_DROP)
+            continue;
+        int q = next_sync(G, a->step);
+        if (q < 1)
+            continue;
+        double wait = start[q] - (start[q - 1] + sn_pol_ms(P, algo, q - 1));
+        if (wait > 1e-6)
+            mv[n++] = (pace_move){*a, wait};
+    }
+    qsort(mv, (size_t)n, sizeof *mv, by_wait);
+    return n;
+}
+
+int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G, double *ms)
+{
+    enum { MAX_PASSES = 4 };
+    if (!G->sync || G->nsync != P->ns)
+        return 0;
+    sn_pol_acts T = {0};
+    pace_move *mv = malloc((size_t)(G->n ? G->n : 1) * sizeof *mv);
+    double *start = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *start);
+    sn_plan_timeline tl;
+    int tries = 0, kept = 0;
+    if (!mv || !start)
+        goto fail;
+    for (int pass = 0, changed = 1; pass < MAX_PASSES && changed && tries < max_tries; pass++) {
+        changed = 0;
+        int nmv = pace_moves(P, algo, G, start, mv);
+        if (nmv < 0)
+            goto fail;
+        for (int k = 0; k < nmv && tries < max_tries; k++) {
+            int i = 0;
+            while (i < G->n && !same_action(&G->a[i], &mv[k].a))
+                i++;
+            int q = i < G->n ? next_sync(G, G->a[i].step) : -1;
+            if (q < 0 || !pace_allowed(P, G, i, q))
+                continue;
+            if (sn_pol_copy(&T, G) < 0)
+                goto fail;
+            T.a[i].step = q;
+            tries++;
+            if (sn_pol_sort(P, &T) < 0 || sn_pol_eval(P, &T, algo, P->budget, &tl, NULL) < 0)
+                goto fail;
+            if (tl.feasible && tl.iter_ms < *ms * (1.0 - 1e-9)) {
+                *ms = tl.iter_ms;
+                sn_pol_acts tmp = *G;
+                *G = T;
+                T = tmp;
+                changed = 1;
+                kept++;
+            }
+        }
+    }
+    free(mv);
+    free(start);
+    sn_pol_acts_free(&T);
+    return kept;
+fail:
+    free(mv);
+    free(start);
+    sn_pol_acts_free(&T);
     return -1;
 }

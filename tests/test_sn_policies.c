@@ -1059,6 +1059,78 @@ static void test_gather(void **state)
     sn_pol_fini(&P);
 }
 
+/* A gathered plan on net4 (remap_drains, the framework's algorithms: 1
+ * ms a step, 1 ms per 8 MB copied), paced plan and expected plan as
+ * (plan, sync steps, budget in MB, want, its time in ms, the time before). */
+static void pace_case(const sn_plan_model *m, const sn_plan_action *plan, int n, const uint8_t *sync, uint64_t budget,
+                      const sn_plan_action *want, int nwant, double want_ms, double before_ms)
+{
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, m, budget), 0);
+    int fw[12];
+    sn_pol_algo_framework(&P, fw);
+    sn_pol_acts G = {0};
+    for (int i = 0; i < n; i++)
+        assert_int_equal(sn_pol_push(&G, plan[i].op, plan[i].tensor, plan[i].step, plan[i].need), 0);
+    G.sync = malloc(12);
+    assert_non_null(G.sync);
+    memcpy(G.sync, sync, 12);
+    G.nsync = 12;
+    assert_int_equal(sn_pol_sort(&P, &G), 0);
+    sn_plan_timeline tl;
+    assert_int_equal(sn_pol_eval(&P, &G, fw, budget, &tl, NULL), 0);
+    if (!tl.feasible)
+        fail_msg("step %d tensor %d: %s (peak %llu)", tl.bad_step, tl.bad_tensor, tl.why, (unsigned long long)tl.peak_bytes);
+    assert_float_equal(tl.iter_ms, before_ms, 1e-9);
+    double ms = tl.iter_ms;
+    int kept = sn_pol_pace(&P, fw, 100, &G, &ms);
+    assert_int_equal(kept, before_ms > want_ms);
+    sn_plan view = {.nactions = G.n, .actions = G.a};
+    expect_actions(&view, want, nwant);
+    assert_memory_equal(G.sync, sync, 12);
+    assert_float_equal(ms, want_ms, 1e-9);
+    assert_int_equal(sn_pol_eval(&P, &G, fw, budget, &tl, NULL), 0);
+    assert_float_equal(tl.iter_ms, want_ms, 1e-9);
+    sn_pol_acts_free(&G);
+    sn_pol_fini(&P);
+}
+
+/* Pacing (sn_pol_pace). Sync steps 0, 4 and 9. X, read at steps 0 and 9,
+ * leaves after step 3 and comes back at 9: its copy out runs from 4 ms to
+ * 5, and sync step 4, which unmaps it and so waits for every copy, starts
+ * at 5; X's copy in at 9 takes 1 ms more (14 ms). Issued at 4 instead,
+ * after that step, the copy out overlaps step 5 (13 ms); X then holds its
+ * memory until step 9, 66 MB at steps 5 to 8 instead of 58, so at a
+ * budget of 58 MB the plan stays as it was.
+ * A prefetch: X of 16 MB (2 ms a copy) leaves after step 0, sync steps 0,
+ * 2, 3 and 8; its copy out runs from 1 ms to 3, and step 2, which unmaps
+ * it, waits 1 ms. Brought back at 2 for 9, its copy in runs from 3 ms to
+ * 5, and sync step 3, which maps B2 (dropped after step 4 and written
+ * whole at 3), waits for it: 1 ms more (14 ms). Issued at 3, X's copy in
+ * starts after that wait: 13 ms. Its offload, tried at 2 as well, would
+ * still be copying at sync step 3, where X is mapped again: slower, so it
+ * stays at 0. */
+static void test_pace(void **state)
+{
+    (void)state;
+    sn_plan_model m = net4;
+    m.remap_drains = 1;
+    static const uint8_t sync[12] = {1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0};
+    static const sn_plan_action late[] = {OFF(X, 3), PF(X, 9, 9)};
+    static const sn_plan_action paced[] = {OFF(X, 4), PF(X, 9, 9)};
+    pace_case(&m, late, NA(late), sync, 100 * MB, paced, NA(paced), 13.0, 14.0);
+    pace_case(&m, late, NA(late), sync, 58 * MB, late, NA(late), 14.0, 14.0);
+
+    sn_plan_tensor big[NET4_T];
+    memcpy(big, net4_tensors, sizeof big);
+    big[X].bytes = 16 * MB;
+    m.tensor = big;
+    static const uint8_t sync2[12] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0};
+    static const sn_plan_action early[] = {OFF(X, 0), PF(X, 2, 9), PF(B2, 3, 3), DROP(B2, 4)};
+    static const sn_plan_action later[] = {OFF(X, 0), PF(B2, 3, 3), PF(X, 3, 9), DROP(B2, 4)};
+    pace_case(&m, early, NA(early), sync2, 100 * MB, later, NA(later), 13.0, 14.0);
+}
+
 /* ---- normalisation ---------------------------------------------------------------------- */
 
 static void test_normalize(void **state)
@@ -1299,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_algo_infeasible),
         cmocka_unit_test(test_normalize),
         cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_pace),
         cmocka_unit_test(test_sweep_net4),    cmocka_unit_test(test_sweep_res),
         cmocka_unit_test(test_sweep_net4_vmm),
     };
