@@ -119,17 +119,23 @@ int sn_pol_sort(const sn_pol *P, sn_pol_acts *A);
  * steps splitting the iteration into about `windows` stretches of equal
  * compute time, every prefetch issued at the last sync step before it,
  * and every tensor written fresh while it is off mapped there too, so that
- * with remap_drains the device waits at those steps only. Returns 0 or -1
- * (out of memory). */
-int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out);
+ * with remap_drains the device waits at those steps only. With pace, an
+ * offload whose copy would outlast its stretch (after the copies out
+ * before it there) is issued at the next sync step instead, up to a few
+ * stretches on, while its tensor is not used nor brought back in between.
+ * Returns 0 or -1 (out of memory). */
+int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, int pace, sn_pol_acts *out);
 /* The same at the sync steps given (ns flags; step 0 always is one, and
  * a prefetch may add its own). */
-int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, sn_pol_acts *out);
+int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, int pace,
+                     sn_pol_acts *out);
 /* Paces the gathered plan G (feasible, predicted *ms under P's budget):
- * each copy moved, one at a time, to be issued at the next sync step after
- * its own where the timeline predicts that faster (an offload while its
- * tensor is not used in between, a prefetch while that sync step comes
- * before its use), at most max_tries timelines. G and *ms are updated.
+ * copies moved one at a time where the timeline predicts that faster, at
+ * most max_tries timelines: a copy issued in a stretch whose closing sync
+ * step waits, to that sync step (an offload while its tensor is not used
+ * nor brought back in between, a prefetch while that step still comes
+ * before its use); a prefetch whose use waits, to the sync step before its
+ * own (while its tensor has left by then). G and *ms are updated.
  * Returns the number of moves kept, or -1 (out of memory). */
 int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G, double *ms);
 

@@ -261,7 +261,7 @@ typedef struct candidate {
  * flight, and equal stretches of compute put some of them where many
  * are. Passes until one changes nothing (at most MAX_PASSES), at most
  * MAX_TRIES timelines in all. */
-static int sync_search(const sn_pol *P, const sn_pol_acts *B, candidate *x, sn_plan_timeline *tl)
+static int sync_search(const sn_pol *P, const sn_pol_acts *B, int pace, candidate *x, sn_plan_timeline *tl)
 {
     enum { MAX_TRIES = 600, MAX_PASSES = 4, SPLIT = 1000 };
     static const int moves[] = {0, -16, 16, -8, 8, -3, 3, -1, 1, SPLIT}; /* 0: taken out */
@@ -290,7 +290,7 @@ static int sync_search(const sn_pol *P, const sn_pol_acts *B, candidate *x, sn_p
                 if (d)
                     sync[to] = 1;
                 tries++;
-                if (sn_pol_gather_at(P, B, x->algo, sync, &G) < 0 ||
+                if (sn_pol_gather_at(P, B, x->algo, sync, pace, &G) < 0 ||
                     sn_pol_eval(P, &G, x->algo, P->budget, tl, NULL) < 0) {
                     sn_pol_acts_free(&G);
                     free(sync);
@@ -320,7 +320,7 @@ enum { PACE_TRIES = 1000 }; /* timelines the pacing of the best gathered plan ma
 static const double gather_fraction[] = {0.95, 0.9, 0.85, 0.8, 0.7, 0.6};
 enum { NGATHER = sizeof gather_windows / sizeof *gather_windows,
        NFRACTIONS = sizeof gather_fraction / sizeof *gather_fraction };
-enum { MAX_CANDIDATES = 2 * 8 + 4 + NFRACTIONS };
+enum { MAX_CANDIDATES = 2 * 8 + 3 + 2 * (NFRACTIONS + 1) };
 
 static int candidate_new(const sn_pol *P, candidate *c)
 {
@@ -422,69 +422,69 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
                 memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
             }
         }
-        sn_pol Q = *P0;
-        sn_pol_acts G = {0}, B = {0}, gbase = {0};
-        int gbest = -1;
-        uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
-        for (int f = 0; f < NFRACTIONS && room; f++) {
-            Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
-            candidate *x = &c[nc];
-            if (candidate_new(P, x) < 0) {
+        /* two families: gathered as planned, and paced (sn_pol_gather_at) */
+        for (int pace = 0; pace < 2; pace++) {
+            sn_pol Q = *P0;
+            sn_pol_acts G = {0}, B = {0}, gbase = {0};
+            int gbest = -1, rc1 = -1;
+            uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
+            for (int f = 0; f < NFRACTIONS && room; f++) {
+                Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
+                candidate *x = &c[nc];
+                if (candidate_new(P, x) < 0)
+                    goto gathered;
+                nc++;
+                memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
+                if (build(&Q, &gr, x->algo, &B) < 0)
+                    goto gathered;
+                for (int w = 0; w < NGATHER; w++) {
+                    if (sn_pol_gather(P, &B, x->algo, gather_windows[w], pace, &G) < 0 ||
+                        sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0)
+                        goto gathered;
+                    if (tl.feasible && tl.iter_ms < x->ms) {
+                        x->ms = tl.iter_ms;
+                        sn_pol_acts_free(&x->acts);
+                        x->acts = G;
+                        G = (sn_pol_acts){0};
+                    }
+                }
+                if (isfinite(x->ms) && (gbest < 0 || x->ms < c[gbest].ms)) {
+                    gbest = nc - 1;
+                    sn_pol_acts_free(&gbase);
+                    gbase = B;
+                    B = (sn_pol_acts){0};
+                }
+            }
+            if (gbest >= 0 && sync_search(P, &gbase, pace, &c[gbest], &tl) < 0)
+                goto gathered;
+            /* the family's best paced one move at a time (sn_pol_pace), a
+             * candidate of its own: the timeline leaves out the host's
+             * work, and the plan before may still measure faster */
+            if (gbest >= 0) {
+                candidate *x = &c[nc];
+                if (candidate_new(P, x) < 0)
+                    goto gathered;
+                nc++;
+                memcpy(x->algo, c[gbest].algo, (size_t)P->ns * sizeof *x->algo);
+                double ms = c[gbest].ms;
+                int k = sn_pol_copy(&x->acts, &c[gbest].acts) < 0 ? -1
+                                                                  : sn_pol_pace(P, x->algo, PACE_TRIES, &x->acts, &ms);
+                if (k < 0)
+                    goto gathered;
+                if (k > 0)
+                    x->ms = ms;
+            }
+            rc1 = 0;
+        gathered:
+            sn_pol_acts_free(&G);
+            sn_pol_acts_free(&B);
+            sn_pol_acts_free(&gbase);
+            if (rc1 < 0) {
                 free(galgo);
                 goto out;
-            }
-            nc++;
-            memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
-            if (build(&Q, &gr, x->algo, &B) < 0) {
-                free(galgo);
-                goto out;
-            }
-            for (int w = 0; w < NGATHER; w++) {
-                if (sn_pol_gather(P, &B, x->algo, gather_windows[w], &G) < 0 ||
-                    sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0) {
-                    sn_pol_acts_free(&G);
-                    sn_pol_acts_free(&B);
-                    free(galgo);
-                    goto out;
-                }
-                if (tl.feasible && tl.iter_ms < x->ms) {
-                    x->ms = tl.iter_ms;
-                    sn_pol_acts_free(&x->acts);
-                    x->acts = G;
-                    G = (sn_pol_acts){0};
-                }
-            }
-            if (isfinite(x->ms) && (gbest < 0 || x->ms < c[gbest].ms)) {
-                gbest = nc - 1;
-                sn_pol_acts_free(&gbase);
-                gbase = B;
-                B = (sn_pol_acts){0};
             }
         }
         free(galgo);
-        sn_pol_acts_free(&G);
-        sn_pol_acts_free(&B);
-        if (gbest >= 0 && sync_search(P, &gbase, &c[gbest], &tl) < 0) {
-            sn_pol_acts_free(&gbase);
-            goto out;
-        }
-        sn_pol_acts_free(&gbase);
-        /* the best gathered plan paced (sn_pol_pace), a candidate of its
-         * own: the timeline leaves out the host's work, and the plan
-         * before pacing may still measure faster */
-        if (gbest >= 0) {
-            candidate *x = &c[nc];
-            if (candidate_new(P, x) < 0)
-                goto out;
-            nc++;
-            memcpy(x->algo, c[gbest].algo, (size_t)P->ns * sizeof *x->algo);
-            double ms = c[gbest].ms;
-            int k = sn_pol_copy(&x->acts, &c[gbest].acts) < 0 ? -1 : sn_pol_pace(P, x->algo, PACE_TRIES, &x->acts, &ms);
-            if (k < 0)
-                goto out;
-            if (k > 0)
-                x->ms = ms;
-        }
         for (int i = 0; i < nc; i++)
             if (c[i].ms < c[best].ms)
                 best = i;

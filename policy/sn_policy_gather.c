@@ -18,7 +18,17 @@
  * Where no sync step lies between a tensor's leaving and its prefetch, the
  * prefetch's own step becomes one.
  *
- * Pacing (sn_pol_pace) then issues some copies a stretch later. A sync
+ * Paced gathering (sn_pol_gather_at with pace) also gives each stretch's
+ * copy out engine no more than it can finish: taking the offloads in
+ * order, one whose copy would still run when the stretch's sync step
+ * comes (after the copies out issued before it in that stretch, at the
+ * measured bandwidth) is issued at that sync step instead, after the step,
+ * and so on up to a few stretches, while its tensor is not used nor
+ * brought back in between. Its memory is held longer; the timeline says
+ * whether that still fits.
+ *
+ * Pacing (sn_pol_pace) then moves copies one at a time: some a stretch
+ * later, some prefetches a stretch earlier. A sync
  * step waits for every copy in flight, whether or not it needs the memory
  * that copy frees: an offload issued late in a stretch, or a prefetch
  * issued at one sync step for a use well past the next, makes the next
@@ -54,7 +64,7 @@ static int issue_step(uint8_t *sync, int *prev, int ns, int s, int left)
     return s;
 }
 
-int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, sn_pol_acts *out)
+int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int windows, int pace, sn_pol_acts *out)
 {
     int ns = P->ns;
     uint8_t *sync = calloc((size_t)ns, 1);
@@ -73,23 +83,98 @@ int sn_pol_gather(const sn_pol *P, const sn_pol_acts *A, const int *algo, int wi
             acc = 0.0;
         }
     }
-    int rc = sn_pol_gather_at(P, A, algo, sync, out);
+    int rc = sn_pol_gather_at(P, A, algo, sync, pace, out);
     free(sync);
     return rc;
 }
 
-int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, sn_pol_acts *out)
+/* Paced gathering's bookkeeping: each step's start in compute time, per
+ * sync step when its stretch's copy out engine is free again (from the
+ * stretch's start), and per action of the plan gathered the step it
+ * was issued at in the end and its tensor's next prefetch in it. */
+typedef struct pacing {
+    double *at, *engine;
+    int *step, *next_pf;
+} pacing;
+
+static void pacing_free(pacing *g)
+{
+    free(g->at);
+    free(g->engine);
+    free(g->step);
+    free(g->next_pf);
+}
+
+static int pacing_init(const sn_pol *P, const sn_pol_acts *A, const int *algo, pacing *g)
+{
+    int ns = P->ns, n = A->n ? A->n : 1;
+    int *last = malloc((size_t)(P->nt > 0 ? P->nt : 1) * sizeof *last);
+    g->at = malloc(((size_t)ns + 1) * sizeof *g->at);
+    g->engine = calloc((size_t)ns + 1, sizeof *g->engine);
+    g->step = malloc((size_t)n * sizeof *g->step);
+    g->next_pf = malloc((size_t)n * sizeof *g->next_pf);
+    if (!last || !g->at || !g->engine || !g->step || !g->next_pf) {
+        free(last);
+        pacing_free(g);
+        *g = (pacing){0};
+        return -1;
+    }
+    g->at[0] = 0.0;
+    for (int s = 0; s < ns; s++)
+        g->at[s + 1] = g->at[s] + sn_pol_ms(P, algo, s);
+    for (int t = 0; t < P->nt; t++)
+        last[t] = -1;
+    for (int i = A->n - 1; i >= 0; i--) {
+        const sn_plan_action *a = &A->a[i];
+        g->next_pf[i] = last[a->tensor];
+        if (a->op == SN_PLAN_PREFETCH)
+            last[a->tensor] = a->step;
+        g->step[i] = a->step;
+    }
+    free(last);
+    return 0;
+}
+
+/* The step offload a (action i) is issued at in a paced gathering: its
+ * own, unless its copy would still run at its stretch's sync step. */
+static int pace_offload(const sn_pol *P, const uint8_t *sync, const int *prev, pacing *g, int i,
+                        const sn_plan_action *a)
+{
+    enum { MAX_HOPS = 4 };
+    const sn_plan_model *m = P->m;
+    int ns = P->ns, s = a->step;
+    double copy = (double)m->tensor[a->tensor].bytes / (m->d2h_gbps * 1e6) + m->copy_ms;
+    int limit = sn_pol_next_use(P, a->tensor, s, NULL);
+    if (g->next_pf[i] >= 0 && (limit < 0 || g->next_pf[i] < limit))
+        limit = g->next_pf[i];
+    for (int hop = 0;; hop++) {
+        int q0 = prev[s], q1 = s + 1;
+        while (q1 < ns && !sync[q1])
+            q1++;
+        double issue = g->at[s + 1] - g->at[q0];
+        double begin = g->engine[q0] > issue ? g->engine[q0] : issue;
+        if (begin + copy <= g->at[q1] - g->at[q0] || hop == MAX_HOPS || q1 >= ns || (limit >= 0 && limit <= q1)) {
+            g->engine[q0] = begin + copy;
+            return s;
+        }
+        s = q1;
+    }
+}
+
+int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, const uint8_t *sync, int pace,
+                     sn_pol_acts *out)
 {
     const sn_plan_model *m = P->m;
     int ns = P->ns, nt = P->nt;
     size_t ntc = (size_t)(nt > 0 ? nt : 1);
     sn_pol_acts G = {0};
+    pacing pg = {0};
     int *prev = malloc((size_t)ns * sizeof *prev);
     int *left = malloc(ntc * sizeof *left);
     uint8_t *on = malloc(ntc), *dropped = malloc(ntc);
     G.sync = malloc((size_t)ns);
     G.nsync = ns;
-    if (!prev || !left || !on || !dropped || !G.sync)
+    if (!prev || !left || !on || !dropped || !G.sync || pacing_init(P, A, algo, &pg) < 0)
         goto fail;
     memcpy(G.sync, sync, (size_t)ns);
     G.sync[0] = 1;
@@ -104,10 +189,13 @@ int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, con
         if (a.op == SN_PLAN_PREFETCH) {
             a.step = issue_step(G.sync, prev, ns, a.step, left[a.tensor]);
         } else {
-            left[a.tensor] = a.step;
             if (a.op == SN_PLAN_OFFLOAD && sn_pol_dead_after(P, a.tensor, a.step))
                 a.op = SN_PLAN_DROP;
+            if (pace && a.op == SN_PLAN_OFFLOAD)
+                a.step = pace_offload(P, G.sync, prev, &pg, i, &a);
+            left[a.tensor] = a.step;
         }
+        pg.step[i] = a.step;
         if (sn_pol_push(&G, a.op, a.tensor, a.step, a.need) < 0)
             goto fail;
     }
@@ -147,7 +235,7 @@ int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, con
                     break;
                 st = a->op == SN_PLAN_PREFETCH;
                 if (!st)
-                    gone = a->step;
+                    gone = pg.step[order[j]];
             }
             if (!st && sn_plan_mode_fresh(x->access[i].mode)) {
                 int q = issue_step(G.sync, prev, ns, s, gone);
@@ -158,7 +246,7 @@ int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, con
             for (; j < first[t + 1] && A->a[order[j]].step == s; j++)
                 if (A->a[order[j]].op != SN_PLAN_PREFETCH) {
                     st = 0;
-                    gone = s;
+                    gone = pg.step[order[j]];
                 }
         }
     }
@@ -170,6 +258,7 @@ int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, con
     free(left);
     free(on);
     free(dropped);
+    pacing_free(&pg);
     sn_pol_acts_free(out);
     *out = G;
     return 0;
@@ -178,6 +267,7 @@ fail:
     free(left);
     free(on);
     free(dropped);
+    pacing_free(&pg);
     sn_pol_acts_free(&G);
     return -1;
 }
@@ -217,10 +307,11 @@ static int same_action(const sn_plan_action *a, const sn_plan_action *b)
     return a->op == b->op && a->tensor == b->tensor && a->step == b->step && a->need == b->need;
 }
 
-/* A move worth trying: the action, and how long the sync step it makes
- * wait waits. */
+/* A move worth trying: the action, the sync step it would be issued at,
+ * and how long the wait it may shorten is. */
 typedef struct pace_move {
     sn_plan_action a;
+    int to;
     double wait;
 } pace_move;
 
@@ -232,9 +323,33 @@ static int by_wait(const void *pa, const void *pb)
     return b->a.step - a->a.step; /* then the latest issued first */
 }
 
-/* The moves worth trying in G: the copies issued in a stretch whose end,
- * a sync step, waits (offloads issued in it, prefetches issued at its
- * start), the longest waits first. Returns how many, or -1. */
+/* The sync step before s (after its tensor's last departure before s,
+ * for a prefetch at s), or -1. */
+static int prev_sync_after(const sn_pol_acts *G, int s, int after)
+{
+    for (int q = s - 1; q > after && q >= 0; q--)
+        if (G->sync[q])
+            return q;
+    return -1;
+}
+
+/* The step its tensor last left at before prefetch i of G, -1 when none
+ * did in this iteration. */
+static int departed(const sn_pol_acts *G, int i)
+{
+    const sn_plan_action *a = &G->a[i];
+    int d = -1;
+    for (int j = 0; j < G->n; j++)
+        if (G->a[j].tensor == a->tensor && G->a[j].op != SN_PLAN_PREFETCH && G->a[j].step < a->step &&
+            G->a[j].step > d)
+            d = G->a[j].step;
+    return d;
+}
+
+/* The moves worth trying in G: each copy issued in a stretch whose end,
+ * a sync step, waits, to that sync step; each prefetch whose use waits
+ * (or a step before it), to the sync step before its own while its tensor
+ * has left by then. The longest waits first. Returns how many, or -1. */
 static int pace_moves(const sn_pol *P, const int *algo, const sn_pol_acts *G, double *start, pace_move *mv)
 {
     sn_plan p = {.budget = P->budget, .nactions = G->n, .actions = G->a, .algo = (int *)algo,
@@ -242,18 +357,26 @@ static int pace_moves(const sn_pol *P, const int *algo, const sn_pol_acts *G, do
     sn_plan_timeline tl;
     if (sn_plan_simulate(P->m, &p, &tl, start, NULL) < 0)
         return -1;
+#define WAIT_AT(s) (start[(s)] - (start[(s) - 1] + sn_pol_ms(P, algo, (s) - 1)))
     int n = 0;
     for (int i = 0; i < G->n; i++) {
         const sn_plan_action *a = &G->a[i];
         if (a->op == SN_PLAN_DROP)
             continue;
         int q = next_sync(G, a->step);
-        if (q < 1)
+        if (q >= 1 && WAIT_AT(q) > 1e-6)
+            mv[n++] = (pace_move){*a, q, WAIT_AT(q)};
+        if (a->op != SN_PLAN_PREFETCH || a->need <= a->step)
             continue;
-        double wait = start[q] - (start[q - 1] + sn_pol_ms(P, algo, q - 1));
-        if (wait > 1e-6)
-            mv[n++] = (pace_move){*a, wait};
+        int e = prev_sync_after(G, a->step, departed(G, i));
+        double worst = 0.0;
+        for (int s = a->step + 1; e >= 0 && s <= a->need; s++)
+            if (WAIT_AT(s) > worst)
+                worst = WAIT_AT(s);
+        if (worst > 1e-6)
+            mv[n++] = (pace_move){*a, e, worst};
     }
+#undef WAIT_AT
     qsort(mv, (size_t)n, sizeof *mv, by_wait);
     return n;
 }
@@ -264,7 +387,7 @@ int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G,
     if (!G->sync || G->nsync != P->ns)
         return 0;
     sn_pol_acts T = {0};
-    pace_move *mv = malloc((size_t)(G->n ? G->n : 1) * sizeof *mv);
+    pace_move *mv = malloc((size_t)(G->n ? 2 * G->n : 1) * sizeof *mv);
     double *start = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *start);
     sn_plan_timeline tl;
     int tries = 0, kept = 0;
@@ -279,8 +402,8 @@ int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G,
             int i = 0;
             while (i < G->n && !same_action(&G->a[i], &mv[k].a))
                 i++;
-            int q = i < G->n ? next_sync(G, G->a[i].step) : -1;
-            if (q < 0 || !pace_allowed(P, G, i, q))
+            int q = mv[k].to;
+            if (i == G->n || (q > G->a[i].step ? !pace_allowed(P, G, i, q) : prev_sync_after(G, G->a[i].step, departed(G, i)) != q))
                 continue;
             if (sn_pol_copy(&T, G) < 0)
                 goto fail;

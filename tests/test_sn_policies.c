@@ -1029,7 +1029,7 @@ static void test_gather(void **state)
     static const sn_plan_action plan[] = {OFF(A1, 1), OFF(B2, 4), PF(A1, 7, 8)};
     for (int i = 0; i < NA(plan); i++)
         assert_int_equal(sn_pol_push(&A, plan[i].op, plan[i].tensor, plan[i].step, plan[i].need), 0);
-    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, &G), 0);
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, 0, &G), 0);
     static const sn_plan_action want[] = {PF(B2, 0, 3), OFF(A1, 1), PF(A1, 4, 8), DROP(B2, 4)};
     sn_plan view = {.nactions = G.n, .actions = G.a};
     expect_actions(&view, want, NA(want));
@@ -1048,7 +1048,7 @@ static void test_gather(void **state)
     sn_pol_fini(&Q);
 
     A.a[2].step = 3; /* PF(A1, 3, 8) */
-    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, &G), 0);
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, 0, &G), 0);
     static const sn_plan_action want3[] = {OFF(A1, 1), PF(B2, 3, 3), PF(A1, 3, 8), DROP(B2, 4)};
     view = (sn_plan){.nactions = G.n, .actions = G.a};
     expect_actions(&view, want3, NA(want3));
@@ -1109,7 +1109,11 @@ static void pace_case(const sn_plan_model *m, const sn_plan_action *plan, int n,
  * whole at 3), waits for it: 1 ms more (14 ms). Issued at 3, X's copy in
  * starts after that wait: 13 ms. Its offload, tried at 2 as well, would
  * still be copying at sync step 3, where X is mapped again: slower, so it
- * stays at 0. */
+ * stays at 0.
+ * A prefetch sooner: X of 24 MB (3 ms a copy), sync steps 0, 4 and 8,
+ * leaves after step 0 and comes back at 8 for 9: its copy in runs from 8
+ * ms to 11 and step 9 waits 2 ms (14 ms). Issued at 4, after X's copy out
+ * has ended, it is in by 7 (12 ms). */
 static void test_pace(void **state)
 {
     (void)state;
@@ -1129,6 +1133,64 @@ static void test_pace(void **state)
     static const sn_plan_action early[] = {OFF(X, 0), PF(X, 2, 9), PF(B2, 3, 3), DROP(B2, 4)};
     static const sn_plan_action later[] = {OFF(X, 0), PF(B2, 3, 3), PF(X, 3, 9), DROP(B2, 4)};
     pace_case(&m, early, NA(early), sync2, 100 * MB, later, NA(later), 13.0, 14.0);
+
+    big[X].bytes = 24 * MB;
+    static const uint8_t sync3[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+    static const sn_plan_action away[] = {OFF(X, 0), PF(X, 8, 9)};
+    static const sn_plan_action sooner[] = {OFF(X, 0), PF(X, 4, 9)};
+    pace_case(&m, away, NA(away), sync3, 100 * MB, sooner, NA(sooner), 12.0, 14.0);
+}
+
+/* Paced gathering on net4 with X of 24 MB (3 ms a copy), sync steps 0, 4
+ * and 8. X, A1 and B1 leave after steps 0, 1 and 2: X's copy out runs from
+ * 1 ms to 4, and the copy engine has nothing left of that stretch for A1
+ * (from 4 to 5) nor B1; both are issued at sync step 4 instead, after it,
+ * and run in the next stretch. B1's prefetch for 7, issued at 6, is then
+ * after B1 left (step 6 becomes a sync step, where A1's is issued too).
+ * Gathered without pacing, sync step 4 unmaps all three and waits 2 ms
+ * for their copies, and X's copy in, issued at 8, keeps step 9 waiting 2
+ * ms: 16 ms. Paced, sync step 4 waits for nothing and sync step 6 for the
+ * last 1 ms of B1's copy: 15 ms. */
+static void test_gather_paced(void **state)
+{
+    (void)state;
+    sn_plan_tensor big[NET4_T];
+    memcpy(big, net4_tensors, sizeof big);
+    big[X].bytes = 24 * MB;
+    sn_plan_model m = net4;
+    m.tensor = big;
+    m.remap_drains = 1;
+    sn_pol P;
+    assert_int_equal(sn_pol_init(&P, &m, 100 * MB), 0);
+    int fw[12];
+    sn_pol_algo_framework(&P, fw);
+    sn_pol_acts A = {0}, G = {0}, U = {0};
+    static const sn_plan_action plan[] = {OFF(X, 0),    OFF(A1, 1),   OFF(B1, 2),
+                                          PF(B1, 6, 7), PF(A1, 7, 8), PF(X, 8, 9)};
+    for (int i = 0; i < NA(plan); i++)
+        assert_int_equal(sn_pol_push(&A, plan[i].op, plan[i].tensor, plan[i].step, plan[i].need), 0);
+    assert_int_equal(sn_pol_sort(&P, &A), 0);
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, 1, &G), 0);
+    static const sn_plan_action want[] = {OFF(X, 0), OFF(A1, 4), OFF(B1, 4), PF(B1, 6, 7), PF(A1, 6, 8), PF(X, 8, 9)};
+    sn_plan view = {.nactions = G.n, .actions = G.a};
+    expect_actions(&view, want, NA(want));
+    static const uint8_t want_sync[12] = {1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0};
+    assert_memory_equal(G.sync, want_sync, 12);
+
+    assert_int_equal(sn_pol_gather(&P, &A, fw, 3, 0, &U), 0);
+    static const sn_plan_action want_u[] = {OFF(X, 0), OFF(A1, 1), OFF(B1, 2), PF(B1, 4, 7), PF(A1, 4, 8), PF(X, 8, 9)};
+    view = (sn_plan){.nactions = U.n, .actions = U.a};
+    expect_actions(&view, want_u, NA(want_u));
+    sn_plan_timeline tp, tu;
+    assert_int_equal(sn_pol_eval(&P, &G, fw, 100 * MB, &tp, NULL), 0);
+    assert_int_equal(sn_pol_eval(&P, &U, fw, 100 * MB, &tu, NULL), 0);
+    assert_int_equal(tp.feasible && tu.feasible, 1);
+    assert_float_equal(tp.iter_ms, 15.0, 1e-9);
+    assert_float_equal(tu.iter_ms, 16.0, 1e-9);
+    sn_pol_acts_free(&A);
+    sn_pol_acts_free(&G);
+    sn_pol_acts_free(&U);
+    sn_pol_fini(&P);
 }
 
 /* ---- normalisation ---------------------------------------------------------------------- */
@@ -1372,6 +1434,7 @@ int main(void)
         cmocka_unit_test(test_normalize),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_pace),
+        cmocka_unit_test(test_gather_paced),
         cmocka_unit_test(test_sweep_net4),    cmocka_unit_test(test_sweep_res),
         cmocka_unit_test(test_sweep_net4_vmm),
     };
