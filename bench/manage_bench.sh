@@ -8,6 +8,7 @@
 # is off (full-size networks on a simulated K40-class device; time and
 # memory are modelled, arithmetic is not done), granules are the GPU's
 # 2 MiB. Writes bench/results/manage.md.
+. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}

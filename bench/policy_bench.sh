@@ -11,6 +11,7 @@
 # lru is demand residency with least-recently-used eviction (no plan);
 # every other policy plans the learned iteration (policy/, docs/policies.md)
 # and the executor follows the plan with demand residency underneath.
+. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}

@@ -17,6 +17,7 @@
 # The simulated host has as much pinned memory as the runs need
 # (SN_HOST_LIMIT=64G): what does not fit the 12 GB device lives there, as it
 # would on a host with that much memory.
+. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}

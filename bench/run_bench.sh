@@ -22,6 +22,7 @@
 #                         (bench/policy_fullsize.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
+. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
