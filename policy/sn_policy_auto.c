@@ -316,10 +316,10 @@ static int sync_search(const sn_pol *P, const sn_pol_acts *B, int pace, candidat
  * fractions of the budget (above the fixed bytes) the plan gathered is
  * made for, leaving room for the memory gathering holds. */
 static const int gather_windows[] = {8, 16, 32, 64};
-enum { PACE_TRIES = 1000 }; /* timelines the pacing of the best gathered plan may take */
 static const double gather_fraction[] = {0.95, 0.9, 0.85, 0.8, 0.7, 0.6};
 enum { NGATHER = sizeof gather_windows / sizeof *gather_windows,
        NFRACTIONS = sizeof gather_fraction / sizeof *gather_fraction };
+enum { PACE_TRIES = 1000 }; /* timelines the pacing of a family's best plan may take */
 enum { MAX_CANDIDATES = 2 * 8 + 3 + 2 * (NFRACTIONS + 1) };
 
 static int candidate_new(const sn_pol *P, candidate *c)
@@ -328,6 +328,71 @@ static int candidate_new(const sn_pol *P, candidate *c)
     c->ms = INFINITY;
     c->algo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *c->algo);
     return c->algo ? 0 : -1;
+}
+
+/* One family of gathered candidates (pace: sn_pol_gather_at's), added to
+ * c[*nc...]: per budget fraction the recipe gr made for it (on P0) and
+ * gathered at the window count that predicts fastest; the family's best
+ * with its sync steps searched; and that one paced one move at a time
+ * (sn_pol_pace), a candidate of its own, since the timeline leaves out the
+ * host's work and the plan before may still measure faster. Returns 0 or
+ * -1. */
+static int gather_family(const sn_pol *P, const sn_pol *P0, const recipe *gr, const int *galgo, int pace,
+                         candidate *c, int *nc)
+{
+    sn_pol Q = *P0;
+    sn_pol_acts G = {0}, B = {0}, gbase = {0};
+    sn_plan_timeline tl;
+    int gbest = -1, rc = -1;
+    uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
+    for (int f = 0; f < NFRACTIONS && room; f++) {
+        Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
+        candidate *x = &c[*nc];
+        if (candidate_new(P, x) < 0)
+            goto out;
+        (*nc)++;
+        memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
+        if (build(&Q, gr, x->algo, &B) < 0)
+            goto out;
+        for (int w = 0; w < NGATHER; w++) {
+            if (sn_pol_gather(P, &B, x->algo, gather_windows[w], pace, &G) < 0 ||
+                sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0)
+                goto out;
+            if (tl.feasible && tl.iter_ms < x->ms) {
+                x->ms = tl.iter_ms;
+                sn_pol_acts_free(&x->acts);
+                x->acts = G;
+                G = (sn_pol_acts){0};
+            }
+        }
+        if (isfinite(x->ms) && (gbest < 0 || x->ms < c[gbest].ms)) {
+            gbest = *nc - 1;
+            sn_pol_acts_free(&gbase);
+            gbase = B;
+            B = (sn_pol_acts){0};
+        }
+    }
+    if (gbest >= 0) {
+        if (sync_search(P, &gbase, pace, &c[gbest], &tl) < 0)
+            goto out;
+        candidate *x = &c[*nc];
+        if (candidate_new(P, x) < 0)
+            goto out;
+        (*nc)++;
+        memcpy(x->algo, c[gbest].algo, (size_t)P->ns * sizeof *x->algo);
+        double ms = c[gbest].ms;
+        int k = sn_pol_copy(&x->acts, &c[gbest].acts) < 0 ? -1 : sn_pol_pace(P, x->algo, PACE_TRIES, &x->acts, &ms);
+        if (k < 0)
+            goto out;
+        if (k > 0)
+            x->ms = ms;
+    }
+    rc = 0;
+out:
+    sn_pol_acts_free(&G);
+    sn_pol_acts_free(&B);
+    sn_pol_acts_free(&gbase);
+    return rc;
 }
 
 int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
@@ -423,67 +488,11 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             }
         }
         /* two families: gathered as planned, and paced (sn_pol_gather_at) */
-        for (int pace = 0; pace < 2; pace++) {
-            sn_pol Q = *P0;
-            sn_pol_acts G = {0}, B = {0}, gbase = {0};
-            int gbest = -1, rc1 = -1;
-            uint64_t fixed = P->m->fixed_bytes, room = P->budget > fixed ? P->budget - fixed : 0;
-            for (int f = 0; f < NFRACTIONS && room; f++) {
-                Q.budget = fixed + (uint64_t)((double)room * gather_fraction[f]);
-                candidate *x = &c[nc];
-                if (candidate_new(P, x) < 0)
-                    goto gathered;
-                nc++;
-                memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
-                if (build(&Q, &gr, x->algo, &B) < 0)
-                    goto gathered;
-                for (int w = 0; w < NGATHER; w++) {
-                    if (sn_pol_gather(P, &B, x->algo, gather_windows[w], pace, &G) < 0 ||
-                        sn_pol_eval(P, &G, x->algo, P->budget, &tl, NULL) < 0)
-                        goto gathered;
-                    if (tl.feasible && tl.iter_ms < x->ms) {
-                        x->ms = tl.iter_ms;
-                        sn_pol_acts_free(&x->acts);
-                        x->acts = G;
-                        G = (sn_pol_acts){0};
-                    }
-                }
-                if (isfinite(x->ms) && (gbest < 0 || x->ms < c[gbest].ms)) {
-                    gbest = nc - 1;
-                    sn_pol_acts_free(&gbase);
-                    gbase = B;
-                    B = (sn_pol_acts){0};
-                }
-            }
-            if (gbest >= 0 && sync_search(P, &gbase, pace, &c[gbest], &tl) < 0)
-                goto gathered;
-            /* the family's best paced one move at a time (sn_pol_pace), a
-             * candidate of its own: the timeline leaves out the host's
-             * work, and the plan before may still measure faster */
-            if (gbest >= 0) {
-                candidate *x = &c[nc];
-                if (candidate_new(P, x) < 0)
-                    goto gathered;
-                nc++;
-                memcpy(x->algo, c[gbest].algo, (size_t)P->ns * sizeof *x->algo);
-                double ms = c[gbest].ms;
-                int k = sn_pol_copy(&x->acts, &c[gbest].acts) < 0 ? -1
-                                                                  : sn_pol_pace(P, x->algo, PACE_TRIES, &x->acts, &ms);
-                if (k < 0)
-                    goto gathered;
-                if (k > 0)
-                    x->ms = ms;
-            }
-            rc1 = 0;
-        gathered:
-            sn_pol_acts_free(&G);
-            sn_pol_acts_free(&B);
-            sn_pol_acts_free(&gbase);
-            if (rc1 < 0) {
+        for (int pace = 0; pace < 2; pace++)
+            if (gather_family(P, P0, &gr, galgo, pace, c, &nc) < 0) {
                 free(galgo);
                 goto out;
             }
-        }
         free(galgo);
         for (int i = 0; i < nc; i++)
             if (c[i].ms < c[best].ms)

@@ -18,24 +18,25 @@
  * Where no sync step lies between a tensor's leaving and its prefetch, the
  * prefetch's own step becomes one.
  *
- * Paced gathering (sn_pol_gather_at with pace) also gives each stretch's
- * copy out engine no more than it can finish: taking the offloads in
- * order, one whose copy would still run when the stretch's sync step
- * comes (after the copies out issued before it in that stretch, at the
- * measured bandwidth) is issued at that sync step instead, after the step,
- * and so on up to a few stretches, while its tensor is not used nor
- * brought back in between. Its memory is held longer; the timeline says
- * whether that still fits.
+ * A sync step waits for every copy in flight, whether or not it needs the
+ * memory that copy frees: an offload issued late in a stretch, or a
+ * prefetch issued at one sync step for a use well past the next, makes
+ * the next sync step wait. Two ways of pacing the copies answer it:
  *
- * Pacing (sn_pol_pace) then moves copies one at a time: some a stretch
- * later, some prefetches a stretch earlier. A sync
- * step waits for every copy in flight, whether or not it needs the memory
- * that copy frees: an offload issued late in a stretch, or a prefetch
- * issued at one sync step for a use well past the next, makes the next
- * one wait. Issued at that next sync step instead, the offload's copy
- * overlaps the following stretch (its memory held a stretch longer) and
- * the prefetch maps its memory a stretch later; the timeline keeps each
- * move that predicts faster and still fits.
+ *  - Paced gathering (sn_pol_gather_at with pace) gives each stretch's copy
+ *    out engine no more than it can finish: taking the offloads in order,
+ *    one whose copy would still run when the stretch's sync step comes
+ *    (after the copies out issued before it in that stretch, at the
+ *    measured bandwidth) is issued at that sync step instead, after the
+ *    step, and so on up to a few stretches, while its tensor is not used
+ *    nor brought back in between. Its memory is held longer.
+ *  - Pacing (sn_pol_pace) moves one copy at a time in a gathered plan: one
+ *    issued in a stretch whose sync step waits, to that sync step (an
+ *    offload's copy then overlaps the next stretch, a prefetch maps its
+ *    memory a stretch later), or a prefetch whose use waits, to the sync
+ *    step before its own.
+ *
+ * Either way the timeline says whether the plan still fits and is faster.
  */
 #include "policy/sn_policy.h"
 
@@ -105,18 +106,23 @@ static void pacing_free(pacing *g)
     free(g->next_pf);
 }
 
-static int pacing_init(const sn_pol *P, const sn_pol_acts *A, const int *algo, pacing *g)
+/* The step of every action; the rest only when pacing. */
+static int pacing_init(const sn_pol *P, const sn_pol_acts *A, const int *algo, int pace, pacing *g)
 {
     int ns = P->ns, n = A->n ? A->n : 1;
+    g->step = malloc((size_t)n * sizeof *g->step);
+    if (!g->step)
+        return -1;
+    for (int i = 0; i < A->n; i++)
+        g->step[i] = A->a[i].step;
+    if (!pace)
+        return 0;
     int *last = malloc((size_t)(P->nt > 0 ? P->nt : 1) * sizeof *last);
     g->at = malloc(((size_t)ns + 1) * sizeof *g->at);
     g->engine = calloc((size_t)ns + 1, sizeof *g->engine);
-    g->step = malloc((size_t)n * sizeof *g->step);
     g->next_pf = malloc((size_t)n * sizeof *g->next_pf);
-    if (!last || !g->at || !g->engine || !g->step || !g->next_pf) {
+    if (!last || !g->at || !g->engine || !g->next_pf) {
         free(last);
-        pacing_free(g);
-        *g = (pacing){0};
         return -1;
     }
     g->at[0] = 0.0;
@@ -125,11 +131,9 @@ static int pacing_init(const sn_pol *P, const sn_pol_acts *A, const int *algo, p
     for (int t = 0; t < P->nt; t++)
         last[t] = -1;
     for (int i = A->n - 1; i >= 0; i--) {
-        const sn_plan_action *a = &A->a[i];
-        g->next_pf[i] = last[a->tensor];
-        if (a->op == SN_PLAN_PREFETCH)
-            last[a->tensor] = a->step;
-        g->step[i] = a->step;
+        g->next_pf[i] = last[A->a[i].tensor];
+        if (A->a[i].op == SN_PLAN_PREFETCH)
+            last[A->a[i].tensor] = A->a[i].step;
     }
     free(last);
     return 0;
@@ -174,7 +178,7 @@ int sn_pol_gather_at(const sn_pol *P, const sn_pol_acts *A, const int *algo, con
     uint8_t *on = malloc(ntc), *dropped = malloc(ntc);
     G.sync = malloc((size_t)ns);
     G.nsync = ns;
-    if (!prev || !left || !on || !dropped || !G.sync || pacing_init(P, A, algo, &pg) < 0)
+    if (!prev || !left || !on || !dropped || !G.sync || pacing_init(P, A, algo, pace, &pg) < 0)
         goto fail;
     memcpy(G.sync, sync, (size_t)ns);
     G.sync[0] = 1;
@@ -282,12 +286,19 @@ static int next_sync(const sn_pol_acts *G, int s)
     return -1;
 }
 
-/* Whether action i of G may be issued at sync step q instead: a prefetch
- * when q still comes before the step that waits for it; an offload when
- * its tensor is not used up to q, nor brought back there. */
+static int prev_sync_after(const sn_pol_acts *G, int s, int after);
+static int departed(const sn_pol_acts *G, int i);
+
+/* Whether action i of G may be issued at sync step q instead. Later: a
+ * prefetch when q still comes before the step that waits for it, an
+ * offload when its tensor is not used up to q nor brought back there.
+ * Earlier: a prefetch, to the sync step before its own, after its tensor
+ * left. */
 static int pace_allowed(const sn_pol *P, const sn_pol_acts *G, int i, int q)
 {
     const sn_plan_action *a = &G->a[i];
+    if (q < a->step)
+        return a->op == SN_PLAN_PREFETCH && prev_sync_after(G, a->step, departed(G, i)) == q;
     if (a->op == SN_PLAN_PREFETCH)
         return a->need > q;
     if (a->op != SN_PLAN_OFFLOAD)
@@ -403,7 +414,7 @@ int sn_pol_pace(const sn_pol *P, const int *algo, int max_tries, sn_pol_acts *G,
             while (i < G->n && !same_action(&G->a[i], &mv[k].a))
                 i++;
             int q = mv[k].to;
-            if (i == G->n || (q > G->a[i].step ? !pace_allowed(P, G, i, q) : prev_sync_after(G, G->a[i].step, departed(G, i)) != q))
+            if (i == G->n || !pace_allowed(P, G, i, q))
                 continue;
             if (sn_pol_copy(&T, G) < 0)
                 goto fail;

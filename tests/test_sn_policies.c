@@ -1080,7 +1080,8 @@ static void pace_case(const sn_plan_model *m, const sn_plan_action *plan, int n,
     sn_plan_timeline tl;
     assert_int_equal(sn_pol_eval(&P, &G, fw, budget, &tl, NULL), 0);
     if (!tl.feasible)
-        fail_msg("step %d tensor %d: %s (peak %llu)", tl.bad_step, tl.bad_tensor, tl.why, (unsigned long long)tl.peak_bytes);
+        fail_msg("step %d tensor %d: %s (peak %llu)", tl.bad_step, tl.bad_tensor, tl.why,
+                 (unsigned long long)tl.peak_bytes);
     assert_float_equal(tl.iter_ms, before_ms, 1e-9);
     double ms = tl.iter_ms;
     int kept = sn_pol_pace(&P, fw, 100, &G, &ms);
