@@ -8,7 +8,6 @@
 # is off (full-size networks on a simulated K40-class device; time and
 # memory are modelled, arithmetic is not done), granules are the GPU's
 # 2 MiB. Writes bench/results/manage.md.
-. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
@@ -46,7 +45,7 @@ rows=(
 } >"$tmp/table.md"
 for row in "${rows[@]}"; do
     name=${row%%|*}
-    read -r -a args <<<"${row#*|}"
+    read -r -a args <<<"${row#*|} --prefetch lockstep"
     echo "manage_bench: $name" >&2
     "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1
     base=$(ms_of "$tmp/plain.out")

@@ -11,7 +11,6 @@
 # lru is demand residency with least-recently-used eviction (no plan);
 # every other policy plans the learned iteration (policy/, docs/policies.md)
 # and the executor follows the plan with demand residency underneath.
-. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
@@ -69,7 +68,7 @@ PY
 } >"$tmp/table.md"
 for row in "${rows[@]}"; do
     name=${row%%|*}
-    read -r -a args <<<"${row#*|} --iters $ITERS"
+    read -r -a args <<<"${row#*|} --iters $ITERS --prefetch lockstep"
     echo "policy_bench: $name: without libsn" >&2
     "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1
     base=$(steady_of "$tmp/plain.out")

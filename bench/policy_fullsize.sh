@@ -17,7 +17,6 @@
 # The simulated host has as much pinned memory as the runs need
 # (SN_HOST_LIMIT=64G): what does not fit the 12 GB device lives there, as it
 # would on a host with that much memory.
-. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
@@ -149,7 +148,7 @@ PY
 } >"$tmp/table.md"
 for row in "${rows[@]}"; do
     IFS='|' read -r name opts published <<<"$row"
-    read -r -a args <<<"$opts --iters $ITERS"
+    read -r -a args <<<"$opts --iters $ITERS --prefetch lockstep"
     echo "policy_fullsize: $name: ideal" >&2
     SIMGPU_MEM=256G "$SNTRAIN" "${args[@]}" --workspace-limit 1048576 >"$tmp/ideal.out" 2>&1
     ideal=$(steady_of "$tmp/ideal.out")
@@ -234,7 +233,7 @@ largest() { # policy opts...
 } >>"$tmp/table.md"
 for row in "${maxb_nets[@]}"; do
     IFS='|' read -r name opts target published <<<"$row"
-    read -r -a args <<<"$opts"
+    read -r -a args <<<"$opts --prefetch lockstep"
     echo "policy_fullsize: largest batch: $name" >&2
     line="| $name | $(SN_MODE=off largest off "${args[@]}") |"
     for p in "${MAXB_POLICIES[@]}"; do line+=" $(largest "$p" "${args[@]}") |"; done

@@ -22,7 +22,6 @@
 #                         (bench/policy_fullsize.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
-. "$(dirname "$0")/norandom.sh"
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -75,9 +74,9 @@ run_one() {
     local preload=$1; shift
     local out rc
     if [ -n "$preload" ]; then
-        out=$(LD_PRELOAD="$preload" "$SNTRAIN" "$@" 2>/dev/null); rc=$?
+        out=$(LD_PRELOAD="$preload" "$SNTRAIN" "$@" --prefetch lockstep 2>/dev/null); rc=$?
     else
-        out=$("$SNTRAIN" "$@" 2>/dev/null); rc=$?
+        out=$("$SNTRAIN" "$@" --prefetch lockstep 2>/dev/null); rc=$?
     fi
     echo "$rc $(echo "$out" | field peak) $(echo "$out" | last_ms) $(echo "$out" | field images/s)"
 }

@@ -90,6 +90,13 @@ for net in alexnet vgg resnet inception densenet; do
         "$TMP/$net-caffe.out" "$TMP/$net-darknet.out" "$TMP/$net-dynamic.out"
 done
 
+# 1b. The prefetch thread in lockstep learns the same weights as free-running.
+run resnet-lockstep --net resnet ${SMALL[resnet]} --iters $ITERS --alloc caffe --seed 7 --prefetch lockstep
+[ "$(rc_of resnet-lockstep)" -eq 0 ] &&
+    cmp -s <(losses resnet-caffe; field resnet-caffe checksum) <(losses resnet-lockstep; field resnet-lockstep checksum)
+check "resnet: --prefetch lockstep gives the losses and weights of the free-running thread" $? \
+    "$TMP/resnet-lockstep.out"
+
 # 2. A different seed learns different weights (the checksum sees them).
 run seed8 --net resnet ${SMALL[resnet]} --iters 2 --seed 8
 run seed7 --net resnet ${SMALL[resnet]} --iters 2 --seed 7
@@ -297,12 +304,15 @@ unset SIMGPU_COMPUTE
 "$SNTRAIN" --net lenet >/dev/null 2>&1; r1=$?
 "$SNTRAIN" --net resnet --alloc pool >/dev/null 2>&1; r2=$?
 "$SNTRAIN" --help | grep -q -- '--dump-graph' && "$SNTRAIN" --help | grep -q -- '--log-allocs' &&
-    "$SNTRAIN" --help | grep -q -- '--eval-every' && "$SNTRAIN" --help | grep -q -- '--rebatch AT:B'
+    "$SNTRAIN" --help | grep -q -- '--eval-every' && "$SNTRAIN" --help | grep -q -- '--rebatch AT:B' &&
+    "$SNTRAIN" --help | grep -q -- '--prefetch MODE'
 r3=$?
 "$SNTRAIN" --net resnet --rebatch 4 >/dev/null 2>&1; r4=$?
 "$SNTRAIN" --net resnet --eval-batch 4 >/dev/null 2>&1; r5=$?
 "$SNTRAIN" --net resnet --eval-every 0 >/dev/null 2>&1; r6=$?
-[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ] && [ "$r4" -eq 2 ] && [ "$r5" -eq 2 ] && [ "$r6" -eq 2 ]
-check "unknown network or style, --rebatch without AT:B, --eval-batch alone or --eval-every 0 exit 2; --help lists the options" $?
+"$SNTRAIN" --net resnet --prefetch sync >/dev/null 2>&1; r7=$?
+[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] && [ "$r3" -eq 0 ] && [ "$r4" -eq 2 ] && [ "$r5" -eq 2 ] && [ "$r6" -eq 2 ] &&
+    [ "$r7" -eq 2 ]
+check "unknown network, style or prefetch mode, --rebatch without AT:B, --eval-batch alone or --eval-every 0 exit 2; --help lists the options" $?
 
 echo "1..$n"

@@ -45,3 +45,5 @@ TEST_SCRIPTS += tests/test_sn_fullsize.sh
 # SN_WORKSPACE: convolution algorithms chosen by the plan, bit-identical.
 TEST_SCRIPTS += tests/test_sn_workspace.sh
 TEST_SCRIPTS += tests/test_sn_broken.sh
+# A run under libsn is the same run every time (plan and simulated times).
+TEST_SCRIPTS += tests/test_sn_repro.sh

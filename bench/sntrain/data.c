@@ -147,6 +147,12 @@ int prefetch_start(prefetcher *p)
         return -1;
     }
     p->started = 1;
+    /* lockstep: the first batches are in place before training goes on */
+    pthread_mutex_lock(&p->mu);
+    for (long k = 0; p->lockstep && k < PREFETCH_SLOTS && k < p->total; k++)
+        while (!(p->slot[k].full && p->slot[k].index == k) && !p->failed)
+            pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
     return 0;
 }
 
@@ -164,8 +170,13 @@ prefetch_slot *prefetch_take(prefetcher *p, long index)
 void prefetch_release(prefetcher *p, prefetch_slot *s)
 {
     pthread_mutex_lock(&p->mu);
+    long next = s->index + PREFETCH_SLOTS;
     s->full = 0;
     pthread_cond_broadcast(&p->cv);
+    /* lockstep: the batch the slot is refilled with is copied now, while
+     * this thread waits, so its calls come at one place in the sequence */
+    while (p->lockstep && next < p->total && !(s->full && s->index == next) && !p->failed)
+        pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -820,6 +820,7 @@ int trainer_setup(trainer *tr, const train_options *opt, net *n)
         pf->opt = opt;
         pf->batch = n->input.n;
         pf->total = opt->iters;
+        pf->lockstep = opt->prefetch_lockstep;
         pf->image_bytes = per_image;
         pf->onehot_bytes = per_onehot;
         for (int s = 0; s < PREFETCH_SLOTS; s++) {

@@ -67,6 +67,11 @@ static void usage(FILE *f)
             "                        batch in effect)\n"
             "  --rebatch AT:B        from iteration AT on, train at batch B; buffers are\n"
             "                        reshaped as the --alloc style's framework does\n"
+            "  --prefetch MODE       the caffe style's prefetch thread: async (default, as\n"
+            "                        Caffe: its copies fall among the training thread's calls\n"
+            "                        wherever the scheduler puts them) or lockstep (each batch\n"
+            "                        is copied while the training thread waits, so a run is\n"
+            "                        the same call sequence every time; the benches use it)\n"
             "  --help                this text\n"
             "\n"
             "Defaults for --depth, --width, --batch, --input and --classes depend on the\n"
@@ -116,7 +121,7 @@ int main(int argc, char **argv)
 
     enum { O_NET = 256, O_DEPTH, O_WIDTH, O_BATCH, O_INPUT, O_CLASSES, O_ITERS, O_ALLOC, O_SEED,
            O_LR, O_MOM, O_WD, O_WS, O_KERNELS, O_PHASES, O_DUMP, O_LOG_ALLOCS, O_EVAL_EVERY,
-           O_EVAL_BATCH, O_REBATCH, O_HELP };
+           O_EVAL_BATCH, O_REBATCH, O_PREFETCH, O_HELP };
     static const struct option longopts[] = {
         {"net", required_argument, 0, O_NET},
         {"depth", required_argument, 0, O_DEPTH},
@@ -138,6 +143,7 @@ int main(int argc, char **argv)
         {"eval-every", required_argument, 0, O_EVAL_EVERY},
         {"eval-batch", required_argument, 0, O_EVAL_BATCH},
         {"rebatch", required_argument, 0, O_REBATCH},
+        {"prefetch", required_argument, 0, O_PREFETCH},
         {"help", no_argument, 0, O_HELP},
         {0, 0, 0, 0},
     };
@@ -225,6 +231,16 @@ int main(int argc, char **argv)
             o.rebatch = (int)b;
             break;
         }
+        case O_PREFETCH:
+            if (strcmp(optarg, "async") == 0)
+                o.prefetch_lockstep = 0;
+            else if (strcmp(optarg, "lockstep") == 0)
+                o.prefetch_lockstep = 1;
+            else {
+                fprintf(stderr, "sntrain: --prefetch expects async or lockstep\n");
+                return EXIT_USAGE;
+            }
+            break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return EXIT_USAGE;
         }

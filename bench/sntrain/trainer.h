@@ -42,6 +42,7 @@ typedef struct train_options {
     int eval_every;           /* --eval-every: an evaluation pass after every N-th iteration, 0 none */
     int eval_batch;           /* --eval-batch: its batch, 0 the training batch in effect */
     int rebatch_at, rebatch;  /* --rebatch AT:B: iterations AT.. train at batch B; 0 never */
+    int prefetch_lockstep;    /* --prefetch lockstep: the caffe style's thread in step with training */
 } train_options;
 
 const char *alloc_style_name(enum alloc_style a);
@@ -100,6 +101,7 @@ typedef struct prefetcher {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop, failed, started;
+    int lockstep;                     /* each batch copied while the training thread waits */
 } prefetcher;
 
 /* Buffers in slot[] must be set up (host pinned + device) before start. */
