@@ -1646,7 +1646,10 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
                 sn_cancel_leave_locked(ar, b);
             if ((b->call_mode & SN_WRITE) && !b->scratch)
                 b->dirty = 1;
-            sn_learn_locked(ar, b, pos);
+            /* (library memory is read and written by every call, libsn's
+             * scratch never written back: neither is ever predicted dead) */
+            if (!b->library && !b->scratch)
+                sn_learn_locked(ar, b, pos);
             if (!b->library)
                 ws += b->size;
             if (!b->resident) {
