@@ -38,7 +38,8 @@ rows=(
     echo "Ratio = device time without libsn / with it (1.00: no cost)."
     echo
     echo "Times are per iteration in the steady state (the mean of iterations 2-4);"
-    echo "the first iteration, where every block is mapped once, is shown apart."
+    echo "the first iteration, where every block is mapped once and every convolution's"
+    echo "algorithms are measured, is shown apart."
     echo
     echo "| run | peak as allocated | no libsn (ms/iter) | manage, ample budget | ratio | first iteration, no libsn / manage (ms) | 1/2 peak (ms/iter) | slowdown | 1/3 peak (ms/iter) | slowdown | swapped in at 1/3, 4 iterations |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -78,8 +79,11 @@ cat >>"$tmp/table.md" <<'MD'
 At an ample budget nothing moves after the first iteration: there the
 cost is the host-side work of mapping each block once (cuMemCreate,
 cuMemMap, cuMemSetAccess on the simulated host clock, about 0.23 ms per
-block against cudaMalloc's few microseconds), which delays the first
-iteration; per-iteration allocators get their freed blocks back, still
+block against cudaMalloc's few microseconds) and, most of it, the search
+that times every algorithm of each convolution configuration once for the
+plan to choose from (SN_WORKSPACE=auto; with SN_WORKSPACE=keep the first
+iteration of ResNet-50 b32 takes 761 ms instead of 3180), both in the
+first iteration only; per-iteration allocators get their freed blocks back, still
 mapped, which costs less host time than the cudaMalloc and cudaFree they
 replace (hence a ratio above 1 for the dynamic row). Below the peak every miss waits for its copy on the host:
 the copy out of the least recently used block (after a fence on the
