@@ -133,6 +133,13 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
+/* Waits, holding p->mu, until slot s holds batch index (or the thread failed). */
+static void prefetch_wait_locked(prefetcher *p, const prefetch_slot *s, long index)
+{
+    while (!(s->full && s->index == index) && !p->failed)
+        pthread_cond_wait(&p->cv, &p->mu);
+}
+
 int prefetch_start(prefetcher *p)
 {
     pthread_mutex_init(&p->mu, NULL);
@@ -150,8 +157,7 @@ int prefetch_start(prefetcher *p)
     /* lockstep: the first batches are in place before training goes on */
     pthread_mutex_lock(&p->mu);
     for (long k = 0; p->lockstep && k < PREFETCH_SLOTS && k < p->total; k++)
-        while (!(p->slot[k].full && p->slot[k].index == k) && !p->failed)
-            pthread_cond_wait(&p->cv, &p->mu);
+        prefetch_wait_locked(p, &p->slot[k], k);
     pthread_mutex_unlock(&p->mu);
     return 0;
 }
@@ -160,8 +166,7 @@ prefetch_slot *prefetch_take(prefetcher *p, long index)
 {
     prefetch_slot *s = &p->slot[index % PREFETCH_SLOTS];
     pthread_mutex_lock(&p->mu);
-    while (!(s->full && s->index == index) && !p->failed)
-        pthread_cond_wait(&p->cv, &p->mu);
+    prefetch_wait_locked(p, s, index);
     int failed = p->failed;
     pthread_mutex_unlock(&p->mu);
     return failed ? NULL : s;
@@ -175,8 +180,8 @@ void prefetch_release(prefetcher *p, prefetch_slot *s)
     pthread_cond_broadcast(&p->cv);
     /* lockstep: the batch the slot is refilled with is copied now, while
      * this thread waits, so its calls come at one place in the sequence */
-    while (p->lockstep && next < p->total && !(s->full && s->index == next) && !p->failed)
-        pthread_cond_wait(&p->cv, &p->mu);
+    if (p->lockstep && next < p->total)
+        prefetch_wait_locked(p, s, next);
     pthread_mutex_unlock(&p->mu);
 }
 
