@@ -1109,10 +1109,14 @@ static int sn_backing_map(sn_arena *ar, uintptr_t va, sn_backing *bk)
     return 0;
 }
 
-/* Before b is copied out: a load of b still arriving on the copy-in
- * stream finishes first (its device bytes, and the host buffer the copy
- * out overwrites). b is busy: its fields are the caller's to read. */
-static void sn_copy_out_after_load(sn_arena *ar, sn_block *b)
+/* Before b leaves, copied out or dropped: a load of b still arriving on
+ * the copy-in stream finishes first on the copy stream (the copy out reads
+ * its device bytes and overwrites its host buffer; and the unmap that
+ * follows the copy stream must not pull the pages from under it: the
+ * driver's cuMemUnmap does not wait for work in flight, and a block the
+ * plan prefetched can be dropped again before any call waited for it).
+ * b is busy: its fields are the caller's to read. */
+static void sn_leave_after_load(sn_arena *ar, sn_block *b)
 {
     if (b->load_ev) {
         sn_witness_cuda("cudaStreamWaitEvent");
@@ -1130,6 +1134,9 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         int copies = 0;
         for (size_t i = 0; i < p->nvictims; i++)
             copies |= p->victims[i].copy;
+        /* (a victim whose load may still be arriving has p->fence set,
+         * so the host waits for the copy stream, which waits for the
+         * load: sn_leave_after_load below) */
         int must_wait = copies || p->fence || p->drain;
         /* test switch: the copy out does not wait for the work before it */
         if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && copies)
@@ -1151,9 +1158,11 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
                 sn_lock_give(&ar->lock);
             }
         }
-        for (size_t i = 0; i < p->nvictims; i++)
+        for (size_t i = 0; i < p->nvictims; i++) {
             sn_debug("evict %p+%llu copy %d fence %d streams %d overflow %d", (void *)p->victims[i].b->va,
                      (unsigned long long)p->victims[i].b->size, p->victims[i].copy, p->fence, p->nstreams, p->overflow);
+            sn_leave_after_load(ar, p->victims[i].b);
+        }
         cudaEvent_t out0 = NULL, out1 = NULL;
         if (copies && (out0 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(out0, ar->copy_stream) != cudaSuccess) {
             sn_arena_quiet(cudaErrorUnknown);
@@ -1180,7 +1189,6 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
                 m->copy = 0;
                 continue;
             }
-            sn_copy_out_after_load(ar, m->b);
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
                                                     cudaMemcpyDeviceToHost, ar->copy_stream));
@@ -2337,8 +2345,8 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
                 continue;
             }
         }
+        sn_leave_after_load(ar, b);
         if (copy[i] > 0) {
-            sn_copy_out_after_load(ar, b);
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(b->host, (void *)b->va, b->size, cudaMemcpyDeviceToHost,
                                                     ar->copy_stream));

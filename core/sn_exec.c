@@ -187,13 +187,20 @@ static int sn_exec_index(sn_exec *ex)
  * plan that counted the bytes asked for would promise room the arena does
  * not have, and demand evictions would make up the difference at the
  * worst moments. The model also says which waits for the device moving
- * memory costs: a VMM arena's mappings and unmappings (remap_drains) and
- * the framework's own frees (cudaFree synchronises).
+ * memory costs: the framework's own frees (cudaFree synchronises), and on
+ * a VMM arena its mappings and unmappings (remap_drains). The driver's
+ * cuMemMap, cuMemSetAccess and cuMemUnmap do not wait for the device
+ * (measured on an H200, bench/results/gpu_h200.md), but the arena does
+ * before it unmaps what work in flight may still use, and the timeline
+ * charges that as a wait for the device; only with it does auto make the
+ * gathered plans that map large workspaces for a stretch (VGG-16 b256 in
+ * 12 GB: 5525 ms planned without, 4.7 s with). The measured candidates
+ * correct what the charge overstates.
  */
-static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule, int remap_drains)
+static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule, int vmm_arena)
 {
-    pm->remap_drains = remap_drains;
-    pm->scratch_held = remap_drains; /* the arena's scratch stays mapped */
+    pm->remap_drains = vmm_arena;
+    pm->scratch_held = vmm_arena; /* the arena's scratch stays mapped */
     pm->free_drains = 1; /* the framework's cudaFree waits for the device */
     if (!granule)
         return;
@@ -393,7 +400,7 @@ int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms)
 }
 
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule, int remap_drains, int rank)
+                  uint64_t budget, uint64_t granule, int vmm_arena, int rank)
 {
     /* -1: a first plan for the iteration learned, whose candidates are
      * then measured; else the candidate of that rank */
@@ -415,7 +422,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         sn_model_free(&m);
         return -1;
     }
-    sn_exec_fit_to_arena(&ps, &pm, granule, remap_drains);
+    sn_exec_fit_to_arena(&ps, &pm, granule, vmm_arena);
     ex->plan_budget = budget;
     ex->nsteps = pm.nsteps;
     (void)sn_plan_bound_of(&pm, budget, &ex->limit); /* (ms 0 when it cannot be had) */
@@ -439,7 +446,7 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         int switched = 0;
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
-            sn_exec_fit_to_arena(&ks, &km, granule, remap_drains);
+            sn_exec_fit_to_arena(&ks, &km, granule, vmm_arena);
             if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking

@@ -104,6 +104,37 @@ static void hz_split(struct sim_hzset *s, uintptr_t a)
     }
 }
 
+/* cuMemUnmap of [base, base + size) at the host's present: the real driver
+ * does not wait for work still using the range (PyTorch's expandable
+ * segments synchronise their stream before unmapping for that reason, and
+ * a manager unmapping a block a queued kernel still reads faulted on an
+ * H200 with "unspecified launch failure"). Work that completes after the
+ * host's present is in flight, and on a GPU it would touch an unmapped
+ * range: reported like an illegal address. */
+void sim_hazard_unmap_locked(struct simgpu_device *d, uintptr_t base, size_t size)
+{
+    if (!g_sim.hazards)
+        return;
+    const struct sim_hzset *s = &d->hz;
+    uint64_t now = g_sim.host_now;
+    for (size_t i = hz_first(s, base); i < s->n && s->v[i].base < base + size; i++) {
+        uint64_t end = s->v[i].w_end > s->v[i].r_end ? s->v[i].w_end : s->v[i].r_end;
+        if (end <= now)
+            continue;
+        simgpu_log("illegal address: cuMemUnmap of [%p, +%zu) at %.6f ms, but work that %s [%p, +%zu) "
+                   "completes at %.6f ms (the driver does not wait for it: synchronise with that work "
+                   "before unmapping)",
+                   (void *)base, size, now / 1e6, s->v[i].w_end > now ? "writes" : "reads",
+                   (void *)s->v[i].base, s->v[i].size, end / 1e6);
+        if (g_sim.hazards >= 2) {
+            signal(SIGSEGV, SIG_DFL);
+            raise(SIGSEGV);
+            abort();
+        }
+        break;
+    }
+}
+
 void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size)
 {
     struct sim_hzset *s = &d->hz;

@@ -3,18 +3,20 @@
  * simulated host clock advances in cudaMalloc, cudaFree, cudaHostAlloc,
  * cudaFreeHost and the VMM calls (cuMemCreate, cuMemMap, cuMemSetAccess,
  * cuMemUnmap, cuMemRelease, cuMemAddressReserve/Free), beyond any wait for
- * the device they imply (which their callers model).
+ * the device they imply (which their callers model: cudaFree and
+ * cudaFreeHost wait, the others do not).
  *
- * Every constant lives in the one table below, with its source; the table in
+ * Every constant lives in the one table below; the table in
  * docs/sim-runtime.md ("Host-side cost of memory management") gives the
- * figures each was taken from. The same costs apply on every profile: no
- * published measurement covers these calls on more than one of the GPUs the
- * profiles stand for, so a per-profile split would be invented.
+ * measurements. They were taken on one GPU (bench/gpu_run.sh on an NVIDIA
+ * H200, driver 580.159.04: bench/results/gpu_h200.md) and apply on every
+ * profile: no measurement covers these calls on the other GPUs the profiles
+ * stand for, so a per-profile split would be invented.
  */
 #include "sim/simint.h"
 #include "sim/simtime.h"
 
-#define HOST_PAGE ((size_t)4096) /* the page the pinning measurements were taken with */
+#define HOST_PAGE ((size_t)4096) /* the page pinned host memory is counted in */
 
 enum cost_unit {
     PER_CALL,     /* no part that scales */
@@ -23,49 +25,42 @@ enum cost_unit {
     PER_MAPPING,  /* each VMM mapping (physical allocation) the range covers */
 };
 
+/* fixed + unit_ns per unit + granule_ns per 2 MiB granule of the range */
 struct host_cost {
     double fixed_ns;
     double unit_ns;
     enum cost_unit unit;
+    double granule_ns;
 };
 
-/* Sources (docs/sim-runtime.md, "Host-side cost of memory management"):
- *   [vmm]  ovg-project/kvcached benchmarks/bench_vmm/README.md @32b7578:
- *          A100 80GB, one thread, 4096 calls on 2 MiB pages, idle device:
- *          cuMemCreate 193.32 us, cuMemMap 1.45, cuMemSetAccess 35.99,
- *          cuMemUnmap 25.63 (averages); cuMemAddressReserve of 8 GiB 19 us.
- *          A second sample of the same program (magnate3/linux-riscv-dev
- *          nccl/gpu/shm/bench_vmm/README.md, a 25 GB GPU) measured
- *          cuMemCreate at 7.58 us.
- *   [pt]   pytorch/pytorch#96995 (CUDACachingAllocator.cpp, expandable
- *          segments): mapping cost follows the number of physical
- *          allocations, not their size.
- *   [pin]  ikawrakow/ik_llama.cpp#1517: cudaMallocHost of 33.38 GiB in
- *          7956.8 ms (0.909 us per 4 KiB page); Boyer, "Memory allocation
- *          overhead" (cs.virginia.edu/~mwb7w/cuda_support): cudaMallocHost
- *          about 2,300 us per call up to 1 MB.
- *   [mal]  Cytnx-dev/Cytnx#850: cudaMalloc + empty launch + cudaFree of a
- *          small array 14.0 us per round (GTX 1660 SUPER / RTX 2080 Ti).
- *   Where no measurement was found the value is marked "assumed". */
+/* Fitted to the wall-clock means of two runs of bench/gpu_run.sh on the
+ * H200 (the comments give them), idle device, one object of 2 MiB, 64 MiB
+ * and 1 GiB each (10 calls per size),
+ * and for cuMemSetAccess and cuMemUnmap 1, 32 and 512 mappings of 2 MiB
+ * (calibrate pieces): setting access costs per mapping (28 to 33 us each),
+ * which is why one handle per block beats pieces. */
 static const struct host_cost k_costs[SIM_HOST_OP_COUNT] = {
-    /* [mal] split 6 + 4 us; size term assumed (one page-table update per 2 MiB) */
-    [SIM_HOST_MALLOC] = {6000.0, 2000.0, PER_GRANULE},
-    [SIM_HOST_FREE] = {4000.0, 1000.0, PER_GRANULE},
-    /* [pin]; unpinning assumed: cudaFree's fixed part, a tenth of pinning per page */
-    [SIM_HOST_PIN] = {2300000.0, 909.0, PER_PAGE},
-    [SIM_HOST_UNPIN] = {4000.0, 90.0, PER_PAGE},
-    /* [vmm]: the second sample's 7.58 us as the call, the rest of the A100's per granule */
-    [SIM_HOST_VMM_CREATE] = {7580.0, 185740.0, PER_GRANULE},
-    /* assumed: cuMemCreate's fixed part */
-    [SIM_HOST_VMM_RELEASE] = {7580.0, 0.0, PER_CALL},
-    /* [vmm]; freeing the addresses assumed to cost what reserving them does */
-    [SIM_HOST_VMM_RESERVE] = {19000.0, 0.0, PER_CALL},
-    [SIM_HOST_VMM_ADDRESS_FREE] = {19000.0, 0.0, PER_CALL},
-    /* [vmm], [pt]: cuMemMap's 1.45 us as any VMM call's own cost; setting
-     * access and unmapping pay the rest of their figure per mapping */
-    [SIM_HOST_VMM_MAP] = {1450.0, 0.0, PER_CALL},
-    [SIM_HOST_VMM_SET_ACCESS] = {1450.0, 34540.0, PER_MAPPING},
-    [SIM_HOST_VMM_UNMAP] = {1450.0, 24180.0, PER_MAPPING},
+    /* 42.8 / 41.0 / 103.2 us */
+    [SIM_HOST_MALLOC] = {40000.0, 120.0, PER_GRANULE, 0.0},
+    /* 43.5 / 70.0 / 493 us, after the wait for the device */
+    [SIM_HOST_FREE] = {40000.0, 880.0, PER_GRANULE, 0.0},
+    /* 0.64 / 25.0 / 409.8 ms */
+    [SIM_HOST_PIN] = {0.0, 1500.0, PER_PAGE, 0.0},
+    /* 0.38 / 9.9 / 111.5 ms, after the wait for the device */
+    [SIM_HOST_UNPIN] = {200000.0, 430.0, PER_PAGE, 0.0},
+    /* 14.9 / 12.9 / 37.3 us */
+    [SIM_HOST_VMM_CREATE] = {13000.0, 47.0, PER_GRANULE, 0.0},
+    /* 15.3 / 39.0 / 431 us */
+    [SIM_HOST_VMM_RELEASE] = {15000.0, 810.0, PER_GRANULE, 0.0},
+    /* 0.9 to 3.4 us, any size */
+    [SIM_HOST_VMM_RESERVE] = {2000.0, 0.0, PER_CALL, 0.0},
+    [SIM_HOST_VMM_ADDRESS_FREE] = {2000.0, 0.0, PER_CALL, 0.0},
+    /* 1.3 to 3.3 us, any size */
+    [SIM_HOST_VMM_MAP] = {2000.0, 0.0, PER_CALL, 0.0},
+    /* one mapping 34.9 / 73.4 / 94.4 us; 32 mappings 712 us, 512 16.8 ms */
+    [SIM_HOST_VMM_SET_ACCESS] = {4000.0, 28000.0, PER_MAPPING, 120.0},
+    /* one mapping 17.9 / 22.1 / 30.5 us; 14.6 to 22.6 us per 2 MiB mapping */
+    [SIM_HOST_VMM_UNMAP] = {0.0, 17000.0, PER_MAPPING, 25.0},
 };
 
 static double units_of(enum cost_unit u, size_t bytes, size_t mappings)
@@ -82,7 +77,8 @@ static double units_of(enum cost_unit u, size_t bytes, size_t mappings)
 uint64_t sim_host_cost_ns(enum sim_host_op op, size_t bytes, size_t mappings)
 {
     const struct host_cost *c = &k_costs[op];
-    return (uint64_t)(c->fixed_ns + c->unit_ns * units_of(c->unit, bytes, mappings) + 0.5);
+    return (uint64_t)(c->fixed_ns + c->unit_ns * units_of(c->unit, bytes, mappings) +
+                      c->granule_ns * units_of(PER_GRANULE, bytes, mappings) + 0.5);
 }
 
 _Static_assert(SIM_HOST_OP_COUNT <= sizeof g_sim.host_op_ns / sizeof g_sim.host_op_ns[0],

@@ -132,6 +132,7 @@ struct simgpu_device *sim_device_of_locked(uintptr_t p);
 void sim_hazard_note(const void *p, size_t bytes, int write, const char *what);
 void sim_hazard_commit_locked(const char *op, uint64_t start, uint64_t end);
 void sim_hazard_forget_locked(struct simgpu_device *d, uintptr_t base, size_t size);
+void sim_hazard_unmap_locked(struct simgpu_device *d, uintptr_t base, size_t size);
 int sim_charge_locked(struct simgpu_device *d, size_t bytes);
 /* Heap address space for rs bytes (a multiple of 512), charged to capacity;
  * open: make its pages accessible. 0 when the device is full. */

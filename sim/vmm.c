@@ -10,9 +10,11 @@
  * and in simgpu_check_range (compute off), as a GPU raises an illegal address.
  * The rules follow the driver documentation: offset 0 only, sizes and
  * addresses aligned to the granularity, maps only inside one reservation,
- * unmap of whole mappings, release deferred until the last unmap, and
- * cuMemUnmap / cuMemSetAccess synchronise the device. Each call also costs
- * the host its own time (sim/hostcost.c).
+ * unmap of whole mappings, release deferred until the last unmap. None
+ * of the calls waits for the device (an H200 returned from each while
+ * earlier work still ran), so cuMemUnmap of a range that work in flight
+ * still uses is an illegal address (sim_hazard_unmap_locked), as it is on
+ * a GPU. Each call also costs the host its own time (sim/hostcost.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -250,9 +252,10 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
             goto bad;
         a += m->size;
     }
-    /* The device-wide synchronisation cuMemUnmap implies, then the call's
-     * own cost, which follows the number of mappings (sim/hostcost.c). */
-    sim_host_sync_device_locked(d);
+    /* No wait for the device: work still using the range is a fault
+     * (sim_hazard_unmap_locked). Then the call's own cost, which follows
+     * the number of mappings (sim/hostcost.c). */
+    sim_hazard_unmap_locked(d, ptr, size);
     sim_host_charge_locked(SIM_HOST_VMM_UNMAP, size, maps);
     for (uintptr_t a = ptr; a < ptr + size;) {
         struct sim_extent *m = sim_extset_find(&d->live, a);
@@ -309,7 +312,8 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
             goto bad;
         a = m->base + m->size;
     }
-    sim_host_sync_device_locked(d); /* as cuMemUnmap */
+    /* no wait for the device (measured on an H200: the call returns while
+     * earlier work still runs) */
     sim_host_charge_locked(SIM_HOST_VMM_SET_ACCESS, size, maps);
     for (uintptr_t a = ptr; a < ptr + size;) {
         struct sim_extent *m = sim_extset_find(&d->live, a);

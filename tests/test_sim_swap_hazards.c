@@ -14,8 +14,9 @@
  * bytes still being written; without the second the framework reads bytes
  * still being copied in: on a GPU both are races that corrupt data now and
  * then; the hazard checker (SIMGPU_HAZARDS, sim/hazard.c) must report both,
- * with compute on and off. Touching the range between unmap and map is an
- * illegal address.
+ * with compute on and off. Unmapping the range while the swap-out's copy
+ * still reads it, and touching it between unmap and map, are illegal
+ * addresses.
  *
  * Each case runs in a child process; its stderr is kept to tell an ordering
  * hazard from an illegal address (both end in SIGSEGV).
@@ -164,9 +165,13 @@ static int check_data(struct swap *s)
 
 /* The manager's swap-out: device to pinned host on the copy stream, then
  * the memory goes back to the device. ordered: the copy stream first
- * waits for the framework's write. */
+ * waits for the framework's write. The host waits for the copy before it
+ * unmaps (cuMemUnmap does not wait for work in flight) unless
+ * SWAP_BREAK=unmap. */
 static int swap_out(struct swap *s, int ordered)
 {
+    const char *b = getenv("SWAP_BREAK");
+    int unmap_early = b && !strcmp(b, "unmap");
     if (ordered) {
         cudaEvent_t written;
         CHILD_CHECK(cudaEventCreateWithFlags(&written, cudaEventDisableTiming) == cudaSuccess);
@@ -175,6 +180,8 @@ static int swap_out(struct swap *s, int ordered)
         CHILD_CHECK(cudaEventDestroy(written) == cudaSuccess);
     }
     CHILD_CHECK(cudaMemcpyAsync(s->pin, (void *)s->r, RANGE, cudaMemcpyDeviceToHost, s->copy) == cudaSuccess);
+    if (!unmap_early)
+        CHILD_CHECK(cudaStreamSynchronize(s->copy) == cudaSuccess);
     CHILD_CHECK(cuMemUnmap(s->r, RANGE) == CUDA_SUCCESS);
     CHILD_CHECK(cuMemRelease(s->h) == CUDA_SUCCESS);
     return 0;
@@ -198,8 +205,9 @@ static int swap_in(struct swap *s, int ordered)
     return 0;
 }
 
-/* SWAP_BREAK: none (both waits), out (no wait before the swap-out's copy),
- * in (no wait after the swap-in's copy). */
+/* SWAP_BREAK: none (every wait), out (no wait before the swap-out's copy),
+ * in (no wait after the swap-in's copy), unmap (no wait for the swap-out's
+ * copy before the unmap). */
 static int body_swap(void)
 {
     const char *b = getenv("SWAP_BREAK");
@@ -307,6 +315,25 @@ static void test_unordered_swap_in_is_a_hazard(void **state)
     assert_non_null(strstr(err, "ordering hazard: cublasSgemm_v2 reads"));
 }
 
+/* (e): the range is unmapped while the swap-out's copy still reads it.
+ * The real driver does not wait (an H200 gave "unspecified launch
+ * failure" to a manager that relied on it), so the copy would fault:
+ * reported as an illegal address, with compute on and off. */
+static void test_unmap_in_flight_is_an_illegal_address(void **state)
+{
+    (void)state;
+    static char err[65536];
+    for (size_t w = 0; w < 2; w++)
+        for (size_t c = 0; c < 2; c++) {
+            const char *env[] = {"SWAP_BREAK=unmap", k_writers[w], k_compute[c], NULL};
+            int st = run_captured(env, "body_swap", err, sizeof err);
+            if (!CHILD_SEGV(st) || !strstr(err, "illegal address: cuMemUnmap") ||
+                strstr(err, "ordering hazard"))
+                fail_msg("%s, %s: expected an illegal address at the unmap, got status %d:\n%s", k_writers[w],
+                         k_compute[c], st, err);
+        }
+}
+
 /* With SIMGPU_HAZARDS=warn the race is reported and the run goes on. */
 static void test_warn_reports_and_continues(void **state)
 {
@@ -340,6 +367,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ordered_swap_is_clean),
         cmocka_unit_test(test_unordered_swap_out_is_a_hazard),
         cmocka_unit_test(test_unordered_swap_in_is_a_hazard),
+        cmocka_unit_test(test_unmap_in_flight_is_an_illegal_address),
         cmocka_unit_test(test_warn_reports_and_continues),
         cmocka_unit_test(test_swapped_out_range_faults),
     };

@@ -193,13 +193,17 @@ echo "# dynamic at 24 MiB: $(plan "$tmp/dyn.json" rebound) allocations bound as 
 check "plan: per-iteration allocations are bound to the plan as they are made, bit-identical" \
     "[ \"\$(plan '$tmp/dyn.json' rebound)\" -gt 0 ] && [ \"\$(plan '$tmp/dyn.json' offloads)\" -gt 0 ] &&
      [ \"\$(m '$tmp/dyn.json' dropped_reads)\" = 0 ] && diff -q '$tmp/dyn.plain.learned' '$tmp/dyn.learned'"
-check "plan: the steady state under auto is at least twice as fast as demand residency" \
-    "python3 -c 'import sys; sys.exit(not (2 * float(sys.argv[2]) < float(sys.argv[1])))' \
+# (lru 54.5 ms, auto 36.5 with the host costs measured on an H200; with
+# the earlier costs, ten times larger for creating handles, and unmapping
+# that waited for the device, demand residency paid twice auto's time)
+check "plan: the steady state under auto is at least 1.3 times as fast as demand residency" \
+    "python3 -c 'import sys; sys.exit(not (1.3 * float(sys.argv[2]) < float(sys.argv[1])))' \
         \"\$(steady '$tmp/pollru.out')\" \"\$(steady '$tmp/polauto.out')\""
 
-# A gathered plan (docs/policies.md): on a VMM arena every mapping and
-# unmapping waits for the device, copies in flight included, and auto
-# gathers them at a few sync steps. ResNet-50 at batch 32 in 2 GB (titanx,
+# A gathered plan (docs/policies.md): on a VMM arena the arena waits for
+# the device before it unmaps what work in flight may still use (the
+# driver does not), and auto gathers its maps and unmaps at a few sync
+# steps. ResNet-50 at batch 32 in 2 GB (titanx,
 # compute off, auto's own choice alone): the plan followed is gathered, the
 # simulator finds every access resident, nothing dropped is read, and the
 # steady iterations take what the timeline predicted, or up to 25% more

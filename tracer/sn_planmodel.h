@@ -37,11 +37,11 @@
  * simulator charges 3 to 5 us of launch per operation). */
 #define SN_PLANMODEL_COPY_MS 0.01
 /* Host time to unmap a block's memory and to map it again with access set
- * (cuMemUnmap; cuMemMap + cuMemSetAccess), each call waiting for the device
- * first: bench_vmm's figures on the A100 per mapping (25.63 us; 1.45 +
- * 35.99 us), the same the simulator charges (docs/sim-runtime.md). */
-#define SN_PLANMODEL_UNMAP_MS 0.02563
-#define SN_PLANMODEL_MAP_MS 0.03744
+ * (cuMemUnmap; cuMemMap + cuMemSetAccess), one mapping: measured on an
+ * H200 (bench/results/gpu_h200.md; 17.6 us; 2 + 33 us), the same the
+ * simulator charges (docs/sim-runtime.md). Neither waits for the device. */
+#define SN_PLANMODEL_UNMAP_MS 0.0176
+#define SN_PLANMODEL_MAP_MS 0.035
 /* Copies smaller than this say more about that fixed cost than about the
  * link: they are left out of the measured bandwidth. */
 #define SN_PLANMODEL_MIN_COPY_BYTES ((uint64_t)1 << 20)
