@@ -382,6 +382,11 @@ static size_t style_ws_limit(const train_options *o)
     return 0;
 }
 
+/* Convolution passes that got a non-deterministic algorithm because no
+ * deterministic one fits the limit: said once on stderr (trainer_note_
+ * nondeterministic), since such a run on a GPU is not reproducible. */
+static int nondeterministic_passes;
+
 /* The first algorithm cuDNN ranks that succeeds, is deterministic (so runs
  * on a real GPU are reproducible) and needs no more than the limit; failing
  * that, the first that fits. */
@@ -395,6 +400,7 @@ static size_t style_ws_limit(const train_options *o)
                     (out_algo) = (perf)[i_].algo;                                              \
                     (out_mem) = (perf)[i_].memory;                                             \
                     found_ = 1;                                                                \
+                    nondeterministic_passes += (perf)[i_].determinism != CUDNN_DETERMINISTIC;  \
                 }                                                                              \
         if (!found_) {                                                                         \
             fprintf(stderr, "sntrain: no convolution algorithm for %s fits %zu bytes\n",      \
@@ -501,9 +507,12 @@ static void setup_layer(trainer *tr, int li)
     case L_MAXPOOL:
     case L_AVGPOOL:
         CUDNN_CHECK(cudnnCreatePoolingDescriptor(&r->pdesc));
+        /* MAX_DETERMINISTIC, not Caffe's MAX: cuDNN's backward of MAX
+         * accumulates with atomics where windows overlap (3x3/2), so two
+         * runs on one GPU differ in the last bits (seen on an H200) */
         CUDNN_CHECK(cudnnSetPooling2dDescriptor(
             r->pdesc,
-            l->type == L_MAXPOOL ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
+            l->type == L_MAXPOOL ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING,
             CUDNN_NOT_PROPAGATE_NAN, l->kh, l->kw, l->ph, l->pw, l->sh, l->sw));
         {
             int on, oc, oh, ow;
@@ -617,6 +626,11 @@ static void create_buffers(trainer *tr)
                        "fc_ones", "");
     for (int li = 0; li < n->nlayers; li++)
         setup_layer(tr, li);
+    if (nondeterministic_passes)
+        fprintf(stderr,
+                "sntrain: %d convolution passes use a non-deterministic algorithm (no deterministic one "
+                "fits the %zu MiB workspace limit): on a GPU, two runs may differ in the last bits\n",
+                nondeterministic_passes, tr->ws_limit >> 20);
     tr->shared_ws = -1;
     size_t largest = 0;
     for (int li = 0; li < n->nlayers; li++) {
