@@ -93,11 +93,27 @@ unsigned long sn_dlsym_wrapped_count(void)
     return __atomic_load_n(&sn_dlsym_wrapped, __ATOMIC_RELAXED);
 }
 
+/* Whether a and b lie in files of the same name (two copies of one
+ * library), as opposed to two libraries that export the same function. */
+static int sn_same_library_name(const void *a, const void *b)
+{
+    Dl_info ia, ib;
+    if (!dladdr(a, &ia) || !dladdr(b, &ib) || !ia.dli_fname || !ib.dli_fname)
+        return 1;
+    const char *na = strrchr(ia.dli_fname, '/'), *nb = strrchr(ib.dli_fname, '/');
+    return !strcmp(na ? na + 1 : ia.dli_fname, nb ? nb + 1 : ib.dli_fname);
+}
+
 /* dlsym(handle, name) for a name libsn wraps: look up the real function in
  * that handle, remember it, answer with the wrapper. A name the library
  * lacks stays missing (NULL), as without libsn. A second, different copy of
- * a function libsn already wraps (another copy of the library) is answered
- * with itself: the wrapper can forward to one real function only. */
+ * a function libsn already wraps is answered with itself: the wrapper can
+ * forward to one real function only. That is a library's own dispatch when
+ * the copy lives in a library of another name (cuDNN 9's libcudnn.so.9
+ * looks up cudnnCreate and the rest in libcudnn_graph.so.9 and forwards
+ * to them: the call was already seen on its way in), and a warning only
+ * when it is another copy of the same library (a second cuDNN from another
+ * directory, whose calls libsn never sees). */
 __attribute__((visibility("hidden"))) void *sn_dlsym_hooked(void *handle, const char *name)
 {
     void *real = sn_real_dlsym(handle, name);
@@ -110,8 +126,11 @@ __attribute__((visibility("hidden"))) void *sn_dlsym_hooked(void *handle, const 
     if (!__atomic_compare_exchange_n(&sn_real_slot[id], &expected, real, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE) &&
         expected != real) {
-        sn_warn_once("dlsym(%s): a second copy of a CUDA library is loaded; its calls are not seen",
-                     name);
+        if (sn_same_library_name(expected, real))
+            sn_warn_once("dlsym(%s): a second copy of a CUDA library is loaded; its calls are not seen",
+                         name);
+        else
+            sn_debug("dlsym(%s): another library's own (its dispatch); left alone", name);
         return real;
     }
     if (sn_hook_lib(id) == SN_LIB_CUDA) {

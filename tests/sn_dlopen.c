@@ -11,6 +11,11 @@
  *                             the driver API only (no runtime at all)
  *   sn_dlopen which           dlopen the runtime, cuDNN and cuBLAS; print which
  *                             object answers dlsym for one function of each
+ *   sn_dlopen dispatch FILE   dlopen cuDNN and look up cudnnCreate, then
+ *                             dlopen FILE (another library exporting it, as
+ *                             cuDNN 9's libcudnn_graph.so.9 does for the
+ *                             dispatcher libcudnn.so.9, or a second copy of
+ *                             cuDNN) and print which object answers there
  *   sn_dlopen fail            dlopen the runtime; the first allocation asks
  *                             for more than any device has, and the program
  *                             gives up (exit 1) before any device operation
@@ -103,6 +108,22 @@ static int run_which(void)
     return 0;
 }
 
+static int run_dispatch(const char *file)
+{
+    void *dnn = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!dnn || !dlsym(dnn, "cudnnCreate")) {
+        fprintf(stderr, "sn_dlopen: libcudnn.so.9: %s\n", dlerror());
+        return 2;
+    }
+    void *other = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    void *fn = other ? dlsym(other, "cudnnCreate") : NULL;
+    Dl_info info;
+    const char *who = fn && dladdr(fn, &info) && info.dli_fname ? info.dli_fname : "nobody";
+    const char *base = strrchr(who, '/');
+    printf("cudnnCreate %s\n", base ? base + 1 : who);
+    return fn ? 0 : 1;
+}
+
 static int run_fail(void)
 {
     void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -127,6 +148,8 @@ int main(int argc, char **argv)
         return run_which();
     if (argc >= 2 && strcmp(argv[1], "fail") == 0)
         return run_fail();
-    fprintf(stderr, "usage: %s runtime ITERS | driver | which | fail\n", argv[0]);
+    if (argc == 3 && strcmp(argv[1], "dispatch") == 0)
+        return run_dispatch(argv[2]);
+    fprintf(stderr, "usage: %s runtime ITERS | driver | which | dispatch FILE | fail\n", argv[0]);
     return 2;
 }

@@ -80,6 +80,26 @@ SN_MODE=off LD_PRELOAD="$SN_PRELOAD" "$dl" which >"$tmp/which-off.out" 2>/dev/nu
 check "... and with SN_MODE=off too (wrappers pass through), while without libsn the libraries answer" \
     "[ \$(grep -c ' libsn.so\$' '$tmp/which-off.out') = 3 ] && ! grep -q libsn '$tmp/which-plain.out'"
 
+# cuDNN 9's libcudnn.so.9 is a dispatcher: it looks up cudnnCreate and the
+# rest in libcudnn_graph.so.9 with dlsym and forwards to them. libsn must
+# answer that lookup with the library's own function (the call was seen on
+# its way in) and say nothing; only a second copy of the same library,
+# whose calls libsn cannot see, deserves the warning.
+simdnn=$BUILD_DIR/sim/libcudnn.so.9
+mkdir -p "$tmp/graph" "$tmp/copy"
+cp "$simdnn" "$tmp/graph/libcudnn_graph.so.9"
+cp "$simdnn" "$tmp/copy/libcudnn.so.9"
+SN_MODE=trace SN_REPORT=off LD_PRELOAD="$SN_PRELOAD" "$dl" dispatch "$tmp/graph/libcudnn_graph.so.9" \
+    >"$tmp/dispatch.out" 2>"$tmp/dispatch.err"
+check "dlsym of cudnnCreate in a library of another name (cuDNN 9's dispatch) answers with that library's own, silently" \
+    "grep -qx 'cudnnCreate libcudnn_graph.so.9' '$tmp/dispatch.out' && ! grep -q 'second copy' '$tmp/dispatch.err'" ||
+    sed 's/^/# /' "$tmp/dispatch.out" "$tmp/dispatch.err" | tail -5
+SN_MODE=trace SN_REPORT=off LD_PRELOAD="$SN_PRELOAD" "$dl" dispatch "$tmp/copy/libcudnn.so.9" \
+    >"$tmp/copy.out" 2>"$tmp/copy.err"
+check "... while a second copy of cuDNN itself is answered with its own and named in one warning" \
+    "grep -qx 'cudnnCreate libcudnn.so.9' '$tmp/copy.out' && [ \$(grep -c 'second copy of a CUDA library' '$tmp/copy.err') = 1 ]" ||
+    sed 's/^/# /' "$tmp/copy.out" "$tmp/copy.err" | tail -5
+
 if python3 -c 'import ctypes' 2>/dev/null; then
     cat >"$tmp/ctypes_prog.py" <<'PY'
 import ctypes
