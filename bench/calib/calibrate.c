@@ -24,7 +24,18 @@
  *       OP is cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost,
  *       cuMemAddressReserve, cuMemAddressFree, cuMemCreate, cuMemRelease,
  *       cuMemMap, cuMemSetAccess or cuMemUnmap, on BYTES (one VMM handle of
- *       BYTES); prints "host <op> <us> us", the mean over the calls
+ *       BYTES; several sizes separated by commas); prints, per size,
+ *       "host <op> <us> us wall <us> us bytes <n>", the means over the
+ *       calls by events and by a wall-clock timer
+ *   calibrate busy OP BYTES
+ *       whether OP waits for work in flight: OP on an object of BYTES while
+ *       about 50 ms of unrelated device copies run; prints "busy <op> wall
+ *       <us> us queue <ms> ms still_busy <0|1>" (1: OP returned before the
+ *       device finished, so it did not wait for it)
+ *   calibrate pieces BYTES
+ *       BYTES mapped from 2 MiB handles, one mapping each: the wall time of
+ *       one cuMemSetAccess over all of them and of each cuMemUnmap; prints
+ *       "pieces <mappings> access <us> us unmap_each <us> us"
  *
  * Like the reference trainer it is an ordinary CUDA program (real headers,
  * real import libraries): LD_LIBRARY_PATH decides whether it runs on the
@@ -34,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -314,19 +326,36 @@ static void host_teardown(enum host_op op, struct host_obj *o)
     }
 }
 
-/* Events on the idle legacy stream bracket each call; what an empty
- * bracket measures (the second record's own cost) is taken off. */
-static int run_host(const char *name, const char *size)
+/* Events on the idle legacy stream bracket each call, as the simulator
+ * reads its clock; what an empty bracket measures (the second record's own
+ * cost) is taken off. A monotonic wall-clock timer brackets the call too:
+ * on a GPU that is the host time the simulator models (the events add the
+ * submission of the second record), on the simulator it is only the
+ * simulator's own CPU time. SIZES is one byte count or several separated
+ * by commas, measured in one process (one context creation). */
+static double wall_ms(void)
 {
-    char *end;
-    unsigned long long bytes = strtoull(size, &end, 10);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int run_host(const char *name, const char *sizes)
+{
     int op = -1;
     for (int i = 0; i < (int)(sizeof k_host_ops / sizeof k_host_ops[0]); i++)
         if (!strcmp(name, k_host_ops[i]))
             op = i;
-    if (*end || bytes == 0 || op < 0) {
-        fprintf(stderr, "calibrate: host: expected an operation and a byte count\n");
-        return 2;
+    for (const char *s = sizes;;) {
+        char *end;
+        unsigned long long bytes = strtoull(s, &end, 10);
+        if (op < 0 || bytes == 0 || end == s || (*end && *end != ',')) {
+            fprintf(stderr, "calibrate: host: expected an operation and byte counts separated by commas\n");
+            return 2;
+        }
+        if (!*end)
+            break;
+        s = end + 1;
     }
     CK(cudaFree(0));
     CU(cuInit(0));
@@ -338,25 +367,147 @@ static int run_host(const char *name, const char *size)
     CK(cudaEventSynchronize(b));
     float empty = 0;
     CK(cudaEventElapsedTime(&empty, a, b));
-    /* Each call on an object of its own; one call above 1 GiB. */
-    int count = bytes > (1ull << 30) ? 1 : REPEATS;
-    double sum_ms = 0;
-    for (int i = 0; i < count; i++) {
-        struct host_obj o = {.bytes = bytes};
-        host_setup(op, &o);
-        CK(cudaDeviceSynchronize());
-        CK(cudaEventRecord(a, 0));
-        host_step(op, &o);
-        CK(cudaEventRecord(b, 0));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        sum_ms += ms - empty;
-        host_teardown(op, &o);
+    for (const char *s = sizes; *s;) {
+        char *end;
+        unsigned long long bytes = strtoull(s, &end, 10);
+        s = *end ? end + 1 : end;
+        /* Each call on an object of its own; one call above 1 GiB. */
+        int count = bytes > (1ull << 30) ? 1 : REPEATS;
+        double sum_ms = 0, sum_wall = 0;
+        for (int i = 0; i < count; i++) {
+            struct host_obj o = {.bytes = bytes};
+            host_setup(op, &o);
+            CK(cudaDeviceSynchronize());
+            CK(cudaEventRecord(a, 0));
+            double w0 = wall_ms();
+            host_step(op, &o);
+            double w1 = wall_ms();
+            CK(cudaEventRecord(b, 0));
+            CK(cudaEventSynchronize(b));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            sum_ms += ms - empty;
+            sum_wall += w1 - w0;
+            host_teardown(op, &o);
+        }
+        printf("host %s %.3f us wall %.3f us bytes %llu\n", name, sum_ms / count * 1e3, sum_wall / count * 1e3,
+               bytes);
     }
-    printf("host %s %.3f us\n", name, sum_ms / count * 1e3);
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
+    return 0;
+}
+
+/* Whether OP waits for work in flight: about 50 ms of device-to-device
+ * copies (unrelated memory) are queued on the legacy stream, OP is timed
+ * on its own object, then the stream is asked whether it is still busy.
+ * A call that waits for the device takes about the queue's time and
+ * finds it idle. Prints "busy <op> wall <us> us queue <ms> ms still_busy
+ * <0|1>". */
+/* One cuMemSetAccess over BYTES mapped from 2 MiB handles, one mapping
+ * each (a block libsn backs with pieces): whether setting access costs per
+ * call, per mapping or per granule. Prints "pieces <mappings> access <us>
+ * us wall <us> us unmap_each <us> us". */
+static int run_pieces(const char *size)
+{
+    char *end;
+    unsigned long long bytes = strtoull(size, &end, 10);
+    const size_t g = (size_t)2 << 20;
+    if (bytes == 0 || *end || bytes % g || bytes / g > 4096) {
+        fprintf(stderr, "calibrate: pieces: expected a multiple of 2 MiB, at most 8 GiB\n");
+        return 2;
+    }
+    CK(cudaFree(0));
+    CU(cuInit(0));
+    size_t n = bytes / g;
+    CUmemGenericAllocationHandle *h = calloc(n, sizeof *h);
+    if (!h)
+        return 1;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemAccessDesc acc = {.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUdeviceptr va;
+    CU(cuMemAddressReserve(&va, bytes, 0, 0, 0));
+    double access = 0, unmap = 0;
+    for (int round = 0; round < REPEATS; round++) {
+        for (size_t i = 0; i < n; i++) {
+            if (!round)
+                CU(cuMemCreate(&h[i], g, &prop, 0));
+            CU(cuMemMap(va + i * g, g, 0, h[i], 0));
+        }
+        CK(cudaDeviceSynchronize());
+        double w0 = wall_ms();
+        CU(cuMemSetAccess(va, bytes, &acc, 1));
+        double w1 = wall_ms();
+        for (size_t i = 0; i < n; i++)
+            CU(cuMemUnmap(va + i * g, g));
+        double w2 = wall_ms();
+        access += w1 - w0;
+        unmap += w2 - w1;
+    }
+    for (size_t i = 0; i < n; i++)
+        CU(cuMemRelease(h[i]));
+    CU(cuMemAddressFree(va, bytes));
+    free(h);
+    printf("pieces %zu access %.3f us unmap_each %.3f us\n", n, access / REPEATS * 1e3,
+           unmap / REPEATS / (double)n * 1e3);
+    return 0;
+}
+
+static int run_busy(const char *name, const char *size)
+{
+    int op = -1;
+    for (int i = 0; i < (int)(sizeof k_host_ops / sizeof k_host_ops[0]); i++)
+        if (!strcmp(name, k_host_ops[i]))
+            op = i;
+    char *end;
+    unsigned long long bytes = strtoull(size, &end, 10);
+    if (op < 0 || bytes == 0 || *end) {
+        fprintf(stderr, "calibrate: busy: expected an operation and a byte count\n");
+        return 2;
+    }
+    CK(cudaFree(0));
+    CU(cuInit(0));
+    const size_t chunk = (size_t)256 << 20;
+    void *a = dev_alloc(chunk), *b = dev_alloc(chunk);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    /* how many copies make 50 ms on this device */
+    CK(cudaEventRecord(e0, 0));
+    for (int i = 0; i < 4; i++)
+        CK(cudaMemcpyAsync(b, a, chunk, cudaMemcpyDeviceToDevice, 0));
+    CK(cudaEventRecord(e1, 0));
+    CK(cudaEventSynchronize(e1));
+    float ms4 = 0;
+    CK(cudaEventElapsedTime(&ms4, e0, e1));
+    int n = ms4 > 0 ? (int)(50.0f / (ms4 / 4)) : 4;
+    if (n < 4)
+        n = 4;
+    if (n > 100000)
+        n = 100000;
+    struct host_obj o = {.bytes = bytes};
+    host_setup(op, &o);
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(e0, 0));
+    for (int i = 0; i < n; i++)
+        CK(cudaMemcpyAsync(b, a, chunk, cudaMemcpyDeviceToDevice, 0));
+    CK(cudaEventRecord(e1, 0));
+    double w0 = wall_ms();
+    host_step(op, &o);
+    double w1 = wall_ms();
+    cudaError_t q = cudaStreamQuery(0);
+    if (q != cudaSuccess && q != cudaErrorNotReady)
+        die_cuda(q, "cudaStreamQuery");
+    CK(cudaEventSynchronize(e1));
+    float queue = 0;
+    CK(cudaEventElapsedTime(&queue, e0, e1));
+    printf("busy %s wall %.3f us queue %.3f ms still_busy %d\n", name, (w1 - w0) * 1e3, queue,
+           q == cudaErrorNotReady);
+    host_teardown(op, &o);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
     return 0;
 }
 
@@ -370,9 +521,15 @@ int main(int argc, char **argv)
         return run_copy("", argv[2], 1);
     if (argc == 4 && !strcmp(argv[1], "host"))
         return run_host(argv[2], argv[3]);
+    if (argc == 4 && !strcmp(argv[1], "busy"))
+        return run_busy(argv[2], argv[3]);
+    if (argc == 3 && !strcmp(argv[1], "pieces"))
+        return run_pieces(argv[2]);
     fprintf(stderr, "usage: calibrate conv W H C N K R S PAD_W PAD_H STRIDE_W STRIDE_H\n"
                     "       calibrate copy h2d|d2h BYTES\n"
                     "       calibrate duplex BYTES\n"
-                    "       calibrate host OP BYTES\n");
+                    "       calibrate host OP BYTES[,BYTES...]\n"
+                    "       calibrate busy OP BYTES\n"
+                    "       calibrate pieces BYTES\n");
     return 2;
 }
