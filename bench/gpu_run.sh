@@ -54,7 +54,7 @@ unset SN_MODE SN_BUDGET SN_POLICY SN_WORKSPACE LD_PRELOAD
     nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv 2>&1
     nvidia-smi 2>&1 | head -20
     ldd "$BIN/sntrain" "$BIN/libsn.so" 2>&1
-    for d in ${LD_LIBRARY_PATH//:/ }; do ls -l "$d" 2>&1 | grep -E 'libcud|libcublas|libunwind'; done
+    for d in ${LD_LIBRARY_PATH//:/ }; do ls -l "$d/" 2>&1 | grep -E 'libcud|libcublas|libunwind'; done
 } >"$OUTD/env.txt" 2>&1
 
 # late WHAT: true (and noted) once the deadline has passed or two runs hung

@@ -529,9 +529,10 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     /* The best seed plan is measured too, in the last place when none is
      * among them: the timeline charges every remapping a wait for the
      * device, which a seed's plan without sync steps does not make, so it
-     * predicts such plans too slow (measured on a 12 GB device, superneurons
-     * ran ResNet-50 b256 in 2527 ms where auto's best took 2651, predicted
-     * far outside the slack). */
+     * predicts such plans too slow (on a simulated 12 GB device
+     * superneurons ran ResNet-152 b128 in 3119 ms where auto's own best
+     * took 3158, predicted far outside the slack; with this trial auto
+     * keeps a seed's plan measured at 2868). */
     int seed_best = -1, have_seed = 0;
     for (int i = seed_first; i < seed_end; i++)
         if (isfinite(c[i].ms) && (seed_best < 0 || c[i].ms < c[seed_best].ms))

@@ -104,6 +104,16 @@ static void hz_split(struct sim_hzset *s, uintptr_t a)
     }
 }
 
+/* SIMGPU_HAZARDS=fatal: the process ends as an illegal address ends it. */
+static void hz_fatal(void)
+{
+    if (g_sim.hazards >= 2) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+        abort();
+    }
+}
+
 /* cuMemUnmap of [base, base + size) at the host's present: the real driver
  * does not wait for work still using the range (PyTorch's expandable
  * segments synchronise their stream before unmapping for that reason, and
@@ -126,11 +136,7 @@ void sim_hazard_unmap_locked(struct simgpu_device *d, uintptr_t base, size_t siz
                    "before unmapping)",
                    (void *)base, size, now / 1e6, s->v[i].w_end > now ? "writes" : "reads",
                    (void *)s->v[i].base, s->v[i].size, end / 1e6);
-        if (g_sim.hazards >= 2) {
-            signal(SIGSEGV, SIG_DFL);
-            raise(SIGSEGV);
-            abort();
-        }
+        hz_fatal();
         break;
     }
 }
@@ -165,11 +171,7 @@ static void report(const char *op, const struct pending *a, const struct sim_hz 
                op ? op : "an op", a->write ? "writes" : "reads", a->what ? a->what : "", (void *)a->p, a->bytes,
                start / 1e6, war ? "an earlier read" : "an earlier write", (void *)h->base, h->size,
                (war ? h->r_end : h->w_end) / 1e6);
-    if (g_sim.hazards >= 2) {
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-        abort();
-    }
+    hz_fatal();
 }
 
 /* Checks one access of an op starting at start against earlier ops. */

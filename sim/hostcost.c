@@ -37,8 +37,8 @@ struct host_cost {
  * H200 (the comments give them), idle device, one object of 2 MiB, 64 MiB
  * and 1 GiB each (10 calls per size),
  * and for cuMemSetAccess and cuMemUnmap 1, 32 and 512 mappings of 2 MiB
- * (calibrate pieces): setting access costs per mapping (28 to 33 us each),
- * which is why one handle per block beats pieces. */
+ * (calibrate pieces): setting access costs per mapping (22 to 33 us
+ * each), so a block mapped from pieces pays it once per piece. */
 static const struct host_cost k_costs[SIM_HOST_OP_COUNT] = {
     /* 42.8 / 41.0 / 103.2 us */
     [SIM_HOST_MALLOC] = {40000.0, 120.0, PER_GRANULE, 0.0},

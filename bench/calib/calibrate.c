@@ -326,13 +326,6 @@ static void host_teardown(enum host_op op, struct host_obj *o)
     }
 }
 
-/* Events on the idle legacy stream bracket each call, as the simulator
- * reads its clock; what an empty bracket measures (the second record's own
- * cost) is taken off. A monotonic wall-clock timer brackets the call too:
- * on a GPU that is the host time the simulator models (the events add the
- * submission of the second record), on the simulator it is only the
- * simulator's own CPU time. SIZES is one byte count or several separated
- * by commas, measured in one process (one context creation). */
 static double wall_ms(void)
 {
     struct timespec ts;
@@ -340,22 +333,46 @@ static double wall_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int run_host(const char *name, const char *sizes)
+/* The operation named, or -1. */
+static int host_op_of(const char *name)
 {
-    int op = -1;
     for (int i = 0; i < (int)(sizeof k_host_ops / sizeof k_host_ops[0]); i++)
         if (!strcmp(name, k_host_ops[i]))
-            op = i;
-    for (const char *s = sizes;;) {
+            return i;
+    return -1;
+}
+
+/* Byte counts separated by commas, each above 0: how many (at most max),
+ * or -1 when the text is not that. */
+static int parse_sizes(const char *text, unsigned long long *out, int max)
+{
+    int n = 0;
+    for (const char *s = text;;) {
         char *end;
         unsigned long long bytes = strtoull(s, &end, 10);
-        if (op < 0 || bytes == 0 || end == s || (*end && *end != ',')) {
-            fprintf(stderr, "calibrate: host: expected an operation and byte counts separated by commas\n");
-            return 2;
-        }
+        if (n == max || bytes == 0 || end == s || (*end && *end != ','))
+            return -1;
+        out[n++] = bytes;
         if (!*end)
-            break;
+            return n;
         s = end + 1;
+    }
+}
+
+/* Events on the idle legacy stream bracket each call, as the simulator
+ * reads its clock; what an empty bracket measures (the second record's own
+ * cost) is taken off. A monotonic wall-clock timer brackets the call too:
+ * on a GPU that is the host time the simulator models (the events add the
+ * submission of the second record), on the simulator it is only the
+ * simulator's own CPU time. SIZES is one byte count or several separated
+ * by commas, measured in one process (one context creation). */
+static int run_host(const char *name, const char *sizes)
+{
+    unsigned long long size[16];
+    int op = host_op_of(name), nsizes = parse_sizes(sizes, size, 16);
+    if (op < 0 || nsizes < 0) {
+        fprintf(stderr, "calibrate: host: expected an operation and up to 16 byte counts separated by commas\n");
+        return 2;
     }
     CK(cudaFree(0));
     CU(cuInit(0));
@@ -367,10 +384,8 @@ static int run_host(const char *name, const char *sizes)
     CK(cudaEventSynchronize(b));
     float empty = 0;
     CK(cudaEventElapsedTime(&empty, a, b));
-    for (const char *s = sizes; *s;) {
-        char *end;
-        unsigned long long bytes = strtoull(s, &end, 10);
-        s = *end ? end + 1 : end;
+    for (int k = 0; k < nsizes; k++) {
+        unsigned long long bytes = size[k];
         /* Each call on an object of its own; one call above 1 GiB. */
         int count = bytes > (1ull << 30) ? 1 : REPEATS;
         double sum_ms = 0, sum_wall = 0;
@@ -398,16 +413,10 @@ static int run_host(const char *name, const char *sizes)
     return 0;
 }
 
-/* Whether OP waits for work in flight: about 50 ms of device-to-device
- * copies (unrelated memory) are queued on the legacy stream, OP is timed
- * on its own object, then the stream is asked whether it is still busy.
- * A call that waits for the device takes about the queue's time and
- * finds it idle. Prints "busy <op> wall <us> us queue <ms> ms still_busy
- * <0|1>". */
 /* One cuMemSetAccess over BYTES mapped from 2 MiB handles, one mapping
  * each (a block libsn backs with pieces): whether setting access costs per
  * call, per mapping or per granule. Prints "pieces <mappings> access <us>
- * us wall <us> us unmap_each <us> us". */
+ * us unmap_each <us> us" (wall clock, means of REPEATS rounds). */
 static int run_pieces(const char *size)
 {
     char *end;
@@ -455,12 +464,15 @@ static int run_pieces(const char *size)
     return 0;
 }
 
+/* Whether OP waits for work in flight: about 50 ms of device-to-device
+ * copies (unrelated memory) are queued on the legacy stream, OP is timed
+ * on its own object, then the stream is asked whether it is still busy.
+ * A call that waits for the device takes about the queue's time and
+ * finds it idle. Prints "busy <op> wall <us> us queue <ms> ms still_busy
+ * <0|1>". */
 static int run_busy(const char *name, const char *size)
 {
-    int op = -1;
-    for (int i = 0; i < (int)(sizeof k_host_ops / sizeof k_host_ops[0]); i++)
-        if (!strcmp(name, k_host_ops[i]))
-            op = i;
+    int op = host_op_of(name);
     char *end;
     unsigned long long bytes = strtoull(size, &end, 10);
     if (op < 0 || bytes == 0 || *end) {

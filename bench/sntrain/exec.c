@@ -383,8 +383,9 @@ static size_t style_ws_limit(const train_options *o)
 }
 
 /* Convolution passes that got a non-deterministic algorithm because no
- * deterministic one fits the limit: said once on stderr (trainer_note_
- * nondeterministic), since such a run on a GPU is not reproducible. */
+ * deterministic one fits the limit: said once on stderr after the layers
+ * are set up (create_buffers), since such a run on a GPU is not
+ * reproducible. */
 static int nondeterministic_passes;
 
 /* The first algorithm cuDNN ranks that succeeds, is deterministic (so runs
