@@ -727,6 +727,8 @@ typedef struct sn_move {
     int copy;        /* victims: copy out first; loads: copy in */
     int fresh;       /* loads: contents dead or undefined: nothing copied in */
     cudaEvent_t ev;  /* loads: recorded after its copy in (the block's own event) */
+    int left;        /* victims: already leaving by the plan, its copy out (or drop) queued after
+                      * its last use: only its own event is waited for */
 } sn_move;
 
 typedef struct sn_moves {
@@ -1023,10 +1025,20 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
         sn_move *m = &p->victims[p->nvictims - 1];
         *m = (sn_move){.b = victim, .bk = victim->bk, .copy = copy, .fresh = predicted};
         victim->busy = 1;
-        if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
-            p->fence = 1;
-        if (victim->leaving || victim->host_pending)
-            p->drain = 1;
+        if (victim->leaving && !copy && !victim->is_free) {
+            /* sent away by the plan: a use since would have cancelled it,
+             * so its copy out (or its drop) was queued on the copy stream
+             * after its last use and after any load of it
+             * (sn_arena_offload); its own event covers both, and waiting
+             * for it alone leaves the compute stream and the later copies
+             * running, where a fence and a drain would wait for them all */
+            m->left = 1;
+        } else {
+            if (victim->last_use > ar->synced_stamp || victim->load_stamp > ar->synced_stamp)
+                p->fence = 1;
+            if (victim->leaving || victim->host_pending)
+                p->drain = 1;
+        }
         /* its handles go to loads that lack as much (the same size first);
          * the others are released for their bytes */
         for (int k = 0; k < victim->bk.n; k++) {
@@ -1138,6 +1150,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
          * so the host waits for the copy stream, which waits for the
          * load: sn_leave_after_load below) */
         int must_wait = copies || p->fence || p->drain;
+        uint64_t own_waits = 0;
         /* test switch: the copy out does not wait for the work before it */
         if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && copies)
             p->fence = 0;
@@ -1200,6 +1213,18 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         if (must_wait) {
             sn_witness_cuda("cudaStreamSynchronize");
             sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+        } else {
+            /* only the planned victims' own copies (or drops) */
+            for (size_t i = 0; i < p->nvictims; i++)
+                if (p->victims[i].left && p->victims[i].b->leave_ev) {
+                    own_waits++;
+                    sn_witness_cuda("cudaEventSynchronize");
+                    if (SN_REAL(cudaEventSynchronize)(p->victims[i].b->leave_ev) != cudaSuccess) {
+                        sn_arena_quiet(cudaErrorUnknown);
+                        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+                        break;
+                    }
+                }
         }
         if (out0) {
             double ms = sn_elapsed_ms(out0, out1, !must_wait);
@@ -1247,6 +1272,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         }
         if (copies || p->fence)
             ar->st.host_waits++;
+        ar->st.own_waits += own_waits;
         if (p->fence)
             ar->st.fences++;
         sn_lock_give(&ar->lock);

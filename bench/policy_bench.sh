@@ -21,7 +21,10 @@ export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
 unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-ITERS=${ITERS:-28}
+# 40: auto follows up to four candidate plans in turn after the profile,
+# each until two iterations agree (or for six); with 28 the last of them
+# could still be running in the iterations measured
+ITERS=${ITERS:-40}
 POLICIES=(lru auto vdnn-all vdnn-conv vdnn-dyn superneurons modnn pooch dymem)
 rows=(
     "ResNet-50 b32|--net resnet --depth 50 --batch 32"
@@ -106,13 +109,16 @@ move is skipped while a call uses its block, tensors smaller than a
 granule share granules and stay under demand residency, allocations made
 before an iteration's first call are not bound to the plan, and the
 arena's own host work (physical handles created when none at hand
-covers a block, the device waits that unmapping implies, host waits when
-room is made) is not in the timeline. auto's prediction is therefore only
-its first candidate: the plans it predicts within SN_CANDIDATE_SLACK (10%)
-of its best are followed in turn and the fastest measured is kept, the
-"plan" column giving the prediction of the plan kept. A seed policy can
-still measure a per cent or so faster where its plan was not among auto's
-candidates or where the candidate measured is still settling.
+covers a block, host waits when room is made from blocks the plan did
+not send away) is not in the timeline, and its host runs ahead of the
+device where the timeline's waits for it, so a plan without sync steps
+may run faster than predicted. auto's prediction is therefore only its
+first candidate: the plans it predicts within SN_CANDIDATE_SLACK (10%) of
+its best, then seed policies' plans, are followed in turn and the fastest
+measured is kept, the "plan" column giving the prediction of the plan
+kept. A seed policy can still measure a per cent or so faster where its
+plan was not among auto's candidates or where the candidate measured is
+still settling.
 MD
 mkdir -p "$OUT"
 cp "$tmp/table.md" "$OUT/policies.md"

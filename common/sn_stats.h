@@ -41,6 +41,7 @@ typedef struct sn_manage_stats {
     uint64_t predicted_drops;            /* dirty blocks dropped as predicted dead, not written back */
     uint64_t dropped_reads;              /* reads of contents dropped as predicted dead: libsn errors */
     uint64_t fences, host_waits;         /* event fences built, host-side waits for swaps */
+    uint64_t own_waits;                  /* host waits for planned leaves' own copies alone (no fence) */
     uint64_t peak_resident;              /* most bytes mapped at once (blocks) */
     uint64_t resident_now;               /* bytes mapped when the stats were taken */
     uint64_t held_now;                   /* bytes of blocks allocated when the stats were taken */

@@ -188,15 +188,11 @@ static int sn_exec_index(sn_exec *ex)
  * not have, and demand evictions would make up the difference at the
  * worst moments. The model also says which waits for the device moving
  * memory costs: the framework's own frees (cudaFree synchronises), and on
- * a VMM arena its mappings and unmappings (remap_drains). The driver's
- * cuMemMap, cuMemSetAccess and cuMemUnmap do not wait for the device
- * (measured on an H200, bench/results/gpu_h200.md), but the arena does
- * before it unmaps what work in flight may still use, and the timeline
- * charges that as a wait for the device; only with it does auto make the
- * gathered plans that map large workspaces for a stretch (VGG-16 b256 in
- * 12 GB measured 5525 ms an iteration without the charge, 4432 with). The
- * measured candidates
- * correct what the charge overstates.
+ * a VMM arena (remap_drains) the sync steps of a gathered plan. The
+ * driver's cuMemMap, cuMemSetAccess and cuMemUnmap do not wait for the
+ * device (measured on an H200, bench/results/gpu_h200.md), and the arena
+ * waits for a planned leave's own copy alone when it needs its memory
+ * (sn_make_room_locked), so elsewhere remapping costs host time only.
  */
 static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint64_t granule, int vmm_arena)
 {

@@ -137,8 +137,9 @@ typedef struct sn_exec {
  * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
  * demand residency only). granule: the arena's physical granule (0: sizes
  * as asked). vmm_arena: the arena maps and unmaps VMM memory (the timeline
- * then charges each remapping a wait for the device and holds libsn's
- * scratch mapped; sn_exec.c says why). rank: -1 for the first plan of an
+ * then unmaps what left once its copy is done, charges a gathered plan's
+ * sync steps a wait for the copies in flight and holds libsn's scratch
+ * mapped; sn_exec.c says why). rank: -1 for the first plan of an
  * iteration learned (auto's candidates are then measured in turn), else
  * which of auto's candidates to follow. */
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,

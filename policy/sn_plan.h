@@ -105,9 +105,14 @@ typedef struct sn_plan_model {
      * memory again when it comes back, by prefetch or a fresh write
      * (mapping, access); 0: free */
     double unmap_ms, map_ms;
-    /* 1: each mapping and unmapping first waits for the whole device, the
-     * copies in flight included (cuMemMap's cuMemSetAccess and cuMemUnmap
-     * on a VMM arena); 0: only the host times above (a contiguous pool) */
+    /* 1: a VMM arena. Memory that left is unmapped at a step start once its
+     * copy out is done (a drop's at once), and a plan may gather its moves
+     * at sync steps, which wait for every copy in flight before they unmap
+     * and map. Elsewhere mapping and unmapping cost the host times above
+     * only: the driver's calls do not wait for the device, and the arena
+     * waits for a planned leave's own copy alone when it needs its memory
+     * (which the budget's waits for offloads model). 0: only the host
+     * times (a contiguous pool). */
     int remap_drains;
     /* 1: freeing a tensor the iteration allocates (bounded) waits for the
      * whole device first, copies in flight included, as cudaFree does */

@@ -25,10 +25,12 @@
  * Memory given back and taken again costs host time with the device idle
  * (unmap_ms when a tensor leaves, map_ms when it returns by a prefetch or a
  * fresh write): the host clock moves on by it there, the copies going on.
- * With remap_drains (a VMM arena) each mapping and unmapping first waits
- * for the copies in flight as well, as the executor's do: a step's maps
- * come before its copies in, and a tensor that left is unmapped at the
- * first step start after its copy out completed (a drop: the next one).
+ * With remap_drains (a VMM arena) a tensor that left is unmapped at the
+ * first step start after its copy out completed (a drop: the next one);
+ * neither that nor a mapping waits for the device, as neither the driver
+ * nor the arena does (the arena waits for a planned leave's own copy when
+ * it needs the memory, which tl_fit models), and a step's maps come
+ * before its copies in.
  * With free_drains a step after which tensors are freed waits for the
  * copies in flight too (cudaFree synchronises the device).
  * A plan with sync steps maps and unmaps only there: what left in
@@ -552,8 +554,8 @@ static int tl_pend_cancel(tl *x, int t)
 }
 
 /* The unmappings at step s's start: every tensor that left, at a sync
- * step of a gathered plan; else those whose copy out has completed (drops
- * at once). One wait for the device serves them all. */
+ * step of a gathered plan, after one wait for every copy in flight; else
+ * those whose copy out has completed (drops at once), with no wait. */
 static int tl_unmaps(tl *x, int s)
 {
     if (!x->npend || (x->gathered && !x->p->sync[s]))
@@ -566,7 +568,7 @@ static int tl_unmaps(tl *x, int s)
         }
     if (!n)
         return TL_GO;
-    if (tl_drain(x) < 0)
+    if (x->gathered && tl_drain(x) < 0)
         return TL_ERR;
     for (int i = x->npend - 1; i >= 0; i--)
         if (x->pend_c[i] == -2) {
@@ -619,7 +621,7 @@ static int tl_prefetch(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, "a prefetch exceeds the budget");
     x->mem += z->bytes;
     tl_note_peak(x, r, s);
-    if (z->bytes > 0 && ((rd && tl_drain(x) < 0) || tl_advance(x, x->now + x->m->map_ms) < 0))
+    if (z->bytes > 0 && ((rd && x->gathered && tl_drain(x) < 0) || tl_advance(x, x->now + x->m->map_ms) < 0))
         return TL_ERR;
     x->inst_copy[inst] = -3; /* mapped, its copy not issued yet */
     return rd ? TL_GO : tl_prefetch_copy(x, r, k);
@@ -774,7 +776,7 @@ static int tl_step(tl *x, tl_run *r, int s)
         return tl_bad(r, s, -1, "the step's own memory exceeds the budget");
     x->mem += own;
     tl_note_peak(x, r, s);
-    if (remap > 0.0 && ((m->remap_drains && tl_drain(x) < 0) || tl_advance(x, x->now + remap) < 0))
+    if (remap > 0.0 && ((x->gathered && tl_drain(x) < 0) || tl_advance(x, x->now + remap) < 0))
         return TL_ERR;
     if (r->it == 1) {
         if (r->step_start)

@@ -1,10 +1,10 @@
 /*
  * sn_policy_gather.c — a plan's memory moves gathered at a few sync steps.
  *
- * On a VMM arena every mapping and unmapping waits for the whole device,
- * the copies in flight included (DESIGN.md's driver notes), so a plan that
- * maps and unmaps at each of its moves serialises its copies with compute:
- * each wait catches a copy half done. A gathered plan maps and unmaps only
+ * On a VMM arena memory that leaves is unmapped only once its copy is
+ * done, and the arena waits for that copy when it needs the memory. A
+ * plan that maps a large workspace for a stretch, or whose moves would
+ * each catch a copy half done, may do better gathered: it maps and unmaps only
  * at sync steps, which cut the iteration into stretches of about equal
  * compute time. A prefetch is issued at the last sync step at or before
  * the step it was planned at (earlier, never later for its use); a tensor

@@ -200,29 +200,29 @@ check "plan: the steady state under auto is at least 1.3 times as fast as demand
     "python3 -c 'import sys; sys.exit(not (1.3 * float(sys.argv[2]) < float(sys.argv[1])))' \
         \"\$(steady '$tmp/pollru.out')\" \"\$(steady '$tmp/polauto.out')\""
 
-# A gathered plan (docs/policies.md): on a VMM arena the arena waits for
-# the device before it unmaps what work in flight may still use (the
-# driver does not), and auto gathers its maps and unmaps at a few sync
-# steps. ResNet-50 at batch 32 in 2 GB (titanx,
-# compute off, auto's own choice alone): the plan followed is gathered, the
-# simulator finds every access resident, nothing dropped is read, and the
-# steady iterations take what the timeline predicted, or up to 25% more
-# (a block mapped ahead of a write that copied its stale contents in cost
-# 17% on ResNet-50 b256). The timeline leaves host work out: it charges
-# one mapping per tensor that changes hands, where the arena maps a block
-# from 2.5 handles on average here, and the handles it creates: 389 ms
-# measured against 346 predicted, the simulator's host clock showing 69
-# ms of mapping, unmapping and creating handles an iteration where the
-# timeline charges 20 (409 ms measured in the AddressSanitizer build).
-# Never more than 5% faster than predicted.
+# On a VMM arena (docs/policies.md) the driver's unmapping and mapping do
+# not wait for the device, nor does the arena but for a planned leave's
+# own copy when it needs the memory; the timeline charges a wait for the
+# copies in flight only at a gathered plan's sync steps (gathering is
+# tested on VGG-16 b256 in test_sn_fullsize.sh). ResNet-50 at batch 32 in
+# 2 GB (titanx, compute off, auto's own choice alone): the simulator finds
+# every access resident, nothing dropped is read, and the steady
+# iterations take what the timeline predicted, or up to 15% more (the
+# timeline leaves host work out: it charges one mapping per tensor that
+# changes hands, where the arena maps a block from several handles, and
+# the handles it creates). Its plan needs no sync step now: 300 ms
+# predicted, 307 measured; the gathered plan chosen while every remapping
+# was charged a wait for the device (as the arena's fences made it) was
+# predicted 346 ms and measured 389. Never more than 5% faster than
+# predicted.
 SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0 SIMGPU_MEM=2G SIMGPU_GRANULARITY=2M SN_CANDIDATES=1 SN_REPORT="$tmp/gather.json" \
     LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 32 --iters 12 >"$tmp/gather.out" 2>&1
 grc=$?
-echo "# gathered: $(plan "$tmp/gather.json" sync_steps) sync steps, predicted $(plan "$tmp/gather.json" predicted_ms) ms," \
+echo "# VMM arena: $(plan "$tmp/gather.json" sync_steps) sync steps, predicted $(plan "$tmp/gather.json" predicted_ms) ms," \
      "trainer $(steady "$tmp/gather.out") ms"
-check "plan: auto gathers its maps and unmaps at sync steps on a VMM arena, runs clean, as fast as predicted" \
-    "[ $grc -eq 0 ] && [ \"\$(plan '$tmp/gather.json' sync_steps)\" -gt 0 ] && [ \"\$(m '$tmp/gather.json' dropped_reads)\" = 0 ] &&
-     python3 -c 'import sys; p, t = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not -0.05 * p < t - p < 0.25 * p)' \
+check "plan: on a VMM arena auto's plan runs clean and as fast as predicted (within -5%..+15%)" \
+    "[ $grc -eq 0 ] && [ \"\$(m '$tmp/gather.json' dropped_reads)\" = 0 ] &&
+     python3 -c 'import sys; p, t = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not -0.05 * p < t - p < 0.15 * p)' \
         \"\$(plan '$tmp/gather.json' predicted_ms)\" \"\$(steady '$tmp/gather.out')\""
 
 # Without VMM (SIMGPU_VMM=0) manage mode places every allocation in one

@@ -137,8 +137,9 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                "them whole next); %llu read afterwards%s\n",
             (unsigned long long)s->predicted_drops, (unsigned long long)s->dropped_reads,
             s->dropped_reads ? " (libsn errors: results not to be trusted)" : "");
-    fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs\n",
-            (unsigned long long)s->fences, (unsigned long long)s->host_waits);
+    fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs, %llu "
+               "for planned leaves' own copies alone\n",
+            (unsigned long long)s->fences, (unsigned long long)s->host_waits, (unsigned long long)s->own_waits);
     fprintf(f, "  stalls             %.3f ms of streams waiting for swap-ins, %.3f ms of host waits for swap-outs "
                "(device clock)%s\n",
             s->stall_in_ms, s->stall_out_ms, s->stall_unmeasured ? " (some swap-ins not timed)" : "");
@@ -499,7 +500,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"library_resident\":%llu,"
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
-               "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"largest_need\":%llu,"
+               "\"dead_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"own_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
                "\"predicted_drops\":%llu,\"dropped_reads\":%llu,\"workspace\":\"%s\",\"algo_searches\":%llu,"
@@ -517,7 +518,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
             (unsigned long long)s->freed_drops, (unsigned long long)s->dead_loads,
             (unsigned long long)s->fences, (unsigned long long)s->host_waits,
-            (unsigned long long)s->largest_need,
+            (unsigned long long)s->own_waits, (unsigned long long)s->largest_need,
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
             (unsigned long long)s->stall_unmeasured, (unsigned long long)s->predicted_drops,
