@@ -554,12 +554,13 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
      * predicted, and one outside the slack may still be the fastest
      * (modnn's on ResNet-50 b256 in 12 GB: predicted 10% slower than
      * auto's own, measured 7% faster). So when the best plan moves
-     * anything and a trial is left, the fastest-predicted plan (fitting,
-     * or as made alone) of a seed policy not among the trials yet takes
-     * it, within three times the slack; and when no seed's plan is among
-     * them at all, the best-predicted one that fits takes the last place
-     * (superneurons' on ResNet-152 b128, predicted far outside the slack,
-     * measured ahead of auto's own). */
+     * anything, the trials left go to the seed policies not among them
+     * yet, each with its fastest-predicted plan (fitting, or as made
+     * alone) within three times the slack, fastest first; and when no
+     * seed's plan is among the candidates within the slack, the
+     * best-predicted one that fits keeps the last place (superneurons' on
+     * ResNet-152 b128, predicted far outside the slack, measured ahead of
+     * auto's own). */
     int seed_best = -1, have_seed = 0;
     for (int i = seed_first; i < seed_end; i++)
         if (isfinite(c[i].ms) && (seed_best < 0 || c[i].ms < c[seed_best].ms))
@@ -567,7 +568,7 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     for (int j = 0; j < n; j++)
         have_seed |= order[j] >= seed_first && order[j] < seed_end;
     int last = seed_best >= 0 && !have_seed && most > 1 && isfinite(c[best].ms);
-    if (n < most - last && isfinite(c[best].ms) && c[best].acts.n > 0) {
+    while (n < most - last && isfinite(c[best].ms) && c[best].acts.n > 0) {
         int next = -1;
         for (int i = seed_first; i < seed_end; i++) {
             double ms = isfinite(c[i].ms) ? c[i].ms : c[i].alone_ms;
@@ -581,8 +582,9 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             if (!taken && ms < next_ms)
                 next = i;
         }
-        if (next >= 0)
-            order[n++] = next;
+        if (next < 0)
+            break;
+        order[n++] = next;
     }
     if (last) {
         if (n < most)
