@@ -207,22 +207,25 @@ check "plan: the steady state under auto is at least 1.3 times as fast as demand
 # tested on VGG-16 b256 in test_sn_fullsize.sh). ResNet-50 at batch 32 in
 # 2 GB (titanx, compute off, auto's own choice alone): the simulator finds
 # every access resident, nothing dropped is read, and the steady
-# iterations take what the timeline predicted, or up to 15% more (the
+# iterations take what the timeline predicted, or up to 10% more (the
 # timeline leaves host work out: it charges one mapping per tensor that
 # changes hands, where the arena maps a block from several handles, and
-# the handles it creates). Its plan needs no sync step now: 300 ms
-# predicted, 307 measured; the gathered plan chosen while every remapping
+# the handles it creates). Its plan needs no sync step now: 301 ms
+# predicted, 308 measured; the gathered plan chosen while every remapping
 # was charged a wait for the device (as the arena's fences made it) was
 # predicted 346 ms and measured 389. Never more than 5% faster than
-# predicted.
+# predicted. The trainer's data loader runs in lockstep: with its thread
+# free-running, the host's share of the simulated clock varies with the
+# build (353 ms under AddressSanitizer).
 SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0 SIMGPU_MEM=2G SIMGPU_GRANULARITY=2M SN_CANDIDATES=1 SN_REPORT="$tmp/gather.json" \
-    LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 32 --iters 12 >"$tmp/gather.out" 2>&1
+    LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 32 --iters 12 --prefetch lockstep \
+    >"$tmp/gather.out" 2>&1
 grc=$?
 echo "# VMM arena: $(plan "$tmp/gather.json" sync_steps) sync steps, predicted $(plan "$tmp/gather.json" predicted_ms) ms," \
      "trainer $(steady "$tmp/gather.out") ms"
-check "plan: on a VMM arena auto's plan runs clean and as fast as predicted (within -5%..+15%)" \
+check "plan: on a VMM arena auto's plan runs clean and as fast as predicted (within -5%..+10%)" \
     "[ $grc -eq 0 ] && [ \"\$(m '$tmp/gather.json' dropped_reads)\" = 0 ] &&
-     python3 -c 'import sys; p, t = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not -0.05 * p < t - p < 0.15 * p)' \
+     python3 -c 'import sys; p, t = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not -0.05 * p < t - p < 0.10 * p)' \
         \"\$(plan '$tmp/gather.json' predicted_ms)\" \"\$(steady '$tmp/gather.out')\""
 
 # Without VMM (SIMGPU_VMM=0) manage mode places every allocation in one
