@@ -568,7 +568,7 @@ static int tl_unmaps(tl *x, int s)
         }
     if (!n)
         return TL_GO;
-    if (x->gathered && tl_drain(x) < 0)
+    if ((x->gathered || x->m->remap_wait_all) && tl_drain(x) < 0)
         return TL_ERR;
     for (int i = x->npend - 1; i >= 0; i--)
         if (x->pend_c[i] == -2) {
@@ -621,7 +621,7 @@ static int tl_prefetch(tl *x, tl_run *r, int k, int s)
         return tl_bad(r, s, t, "a prefetch exceeds the budget");
     x->mem += z->bytes;
     tl_note_peak(x, r, s);
-    if (z->bytes > 0 && ((rd && x->gathered && tl_drain(x) < 0) || tl_advance(x, x->now + x->m->map_ms) < 0))
+    if (z->bytes > 0 && ((rd && (x->gathered || x->m->remap_wait_all) && tl_drain(x) < 0) || tl_advance(x, x->now + x->m->map_ms) < 0))
         return TL_ERR;
     x->inst_copy[inst] = -3; /* mapped, its copy not issued yet */
     return rd ? TL_GO : tl_prefetch_copy(x, r, k);
@@ -776,7 +776,7 @@ static int tl_step(tl *x, tl_run *r, int s)
         return tl_bad(r, s, -1, "the step's own memory exceeds the budget");
     x->mem += own;
     tl_note_peak(x, r, s);
-    if (remap > 0.0 && ((x->gathered && tl_drain(x) < 0) || tl_advance(x, x->now + remap) < 0))
+    if (remap > 0.0 && (((x->gathered || (m->remap_drains && m->remap_wait_all)) && tl_drain(x) < 0) || tl_advance(x, x->now + remap) < 0))
         return TL_ERR;
     if (r->it == 1) {
         if (r->step_start)

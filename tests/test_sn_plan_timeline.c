@@ -260,6 +260,16 @@ static void test_remap_drains(void **state)
     near(tl.stall_ms, 0);
     near_all(start, (double[]){0, 2, 4, 6}, 4);
     assert_int_equal(tl.peak_bytes, 6 * MB);
+    /* remap_wait_all (what auto searches gathered recipes on): A's
+     * unmapping at step 1 waits for C's copy until 6, as every remapping
+     * once did: 12 ms */
+    m.remap_wait_all = 1;
+    tl = sim(&m, &p, start, NULL);
+    feasible(&tl);
+    near(tl.iter_ms, 12);
+    near(tl.stall_ms, 4);
+    near_all(start, (double[]){0, 6, 8, 10}, 4);
+    m.remap_wait_all = 0;
 
     uint8_t sync[4] = {1, 0, 0, 0};
     p.sync = sync;
