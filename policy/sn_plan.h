@@ -116,9 +116,9 @@ typedef struct sn_plan_model {
     int remap_drains;
     /* with remap_drains, 1: every mapping and unmapping also waits for the
      * copies in flight, as the arena's fences once made them. Not the
-     * executor's behaviour any more: auto searches the recipe its gathered
-     * plans are made from on such a model, which favours the plans that
-     * gather well (sn_policy_auto.c). */
+     * executor's behaviour any more: auto searches one of the two
+     * recipes its gathered plans are made from on such a model, which
+     * favours plans that gather well (sn_policy_auto.c). */
     int remap_wait_all;
     /* 1: freeing a tensor the iteration allocates (bounded) waits for the
      * whole device first, copies in flight included, as cudaFree does */

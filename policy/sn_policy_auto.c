@@ -323,7 +323,7 @@ static const double gather_fraction[] = {0.95, 0.9, 0.85, 0.8, 0.7, 0.6};
 enum { NGATHER = sizeof gather_windows / sizeof *gather_windows,
        NFRACTIONS = sizeof gather_fraction / sizeof *gather_fraction };
 enum { PACE_TRIES = 1000 }; /* timelines the pacing of a family's best plan may take */
-enum { MAX_CANDIDATES = 2 * 8 + 3 + 2 * (NFRACTIONS + 1) };
+enum { MAX_CANDIDATES = 2 * 8 + 3 + 2 * 2 * (NFRACTIONS + 1) };
 
 static int candidate_new(const sn_pol *P, candidate *c)
 {
@@ -490,38 +490,48 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
         sn_plan_model m0;
         sn_pol P0buf;
         const sn_pol *P0 = sn_pol_step_workspace(P, &m0, &P0buf);
-        /* and searched (and built) charging every remapping a wait for
-         * the copies in flight: the recipe best without sync steps, where
-         * nothing waits, may gather badly (VGG-16 b256 in 12 GB: its best
-         * gathered plan 5314 ms predicted, against 4432 from the recipe
-         * chosen so); the gathered plans are judged on P */
+        /* Two recipes: the best without sync steps (where nothing waits
+         * for the copies in flight), and the best when every remapping
+         * waits for them (remap_wait_all), each built on its own model;
+         * either may gather better (VGG-16 b256 in 12 GB: 5314 ms
+         * predicted from the first, 4432 from the second; VGG-16 b32 at
+         * half its peak: 642 measured from the first, 731 from the
+         * second). The gathered plans are judged on P. */
         sn_plan_model mw = *P0->m;
         mw.remap_wait_all = 1;
         sn_pol PW = *P0;
         PW.m = &mw;
-        recipe gr = own_r;
-        int *galgo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof *galgo);
-        if (!galgo)
-            goto out;
-        memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
-        sn_pol_acts A0 = {0};
-        int rc0 = own_search(&PW, &A0, galgo, &tl, &gr);
-        sn_pol_acts_free(&A0);
-        if (rc0 < 0) {
-            free(galgo);
-            goto out;
-        }
-        if (gr.rule < 0) {
-            gr = own_r;
-            memcpy(galgo, c[0].algo, (size_t)P->ns * sizeof *galgo);
-        }
-        /* two families: gathered as planned, and paced (sn_pol_gather_at) */
-        for (int pace = 0; pace < 2; pace++)
-            if (gather_family(P, &PW, &gr, galgo, pace, c, &nc) < 0) {
-                free(galgo);
-                goto out;
+        const sn_pol *on[2] = {P0, &PW};
+        recipe gr[2];
+        int *galgo[2] = {malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int)),
+                         malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int))};
+        int grc = galgo[0] && galgo[1] ? 0 : -1;
+        for (int k = 0; k < 2 && grc == 0; k++) {
+            gr[k] = own_r;
+            memcpy(galgo[k], c[0].algo, (size_t)P->ns * sizeof(int));
+            if (k == 0 && P0 == P)
+                continue; /* own_r is that recipe already */
+            sn_pol_acts A0 = {0};
+            grc = own_search(on[k], &A0, galgo[k], &tl, &gr[k]);
+            sn_pol_acts_free(&A0);
+            if (grc == 0 && gr[k].rule < 0) {
+                gr[k] = own_r;
+                memcpy(galgo[k], c[0].algo, (size_t)P->ns * sizeof(int));
             }
-        free(galgo);
+        }
+        /* per recipe (the second only when it differs) two families:
+         * gathered as planned, and paced (sn_pol_gather_at) */
+        for (int k = 0; k < 2 && grc == 0; k++) {
+            if (k == 1 && !memcmp(&gr[1], &gr[0], sizeof gr[0]) &&
+                !memcmp(galgo[1], galgo[0], (size_t)P->ns * sizeof(int)))
+                break;
+            for (int pace = 0; pace < 2 && grc == 0; pace++)
+                grc = gather_family(P, on[k], &gr[k], galgo[k], pace, c, &nc);
+        }
+        free(galgo[0]);
+        free(galgo[1]);
+        if (grc < 0)
+            goto out;
         for (int i = 0; i < nc; i++)
             if (c[i].ms < c[best].ms)
                 best = i;
