@@ -197,8 +197,11 @@ done
     echo "avoids, with its window). The bound is the steps' compute plus that stall, or the copies"
     echo "in alone when larger: the best ratio to the ideal any plan can reach is in its brackets."
     echo "Auto's prediction is its chosen"
-    echo "algorithms' time plus the stall the timeline predicts; the last column is auto's"
-    echo "measured time and how close it comes to the bound (1.00: as fast as the bound)."
+    echo "algorithms' time plus the stall the timeline predicts (\"not feasible as made\": the plan"
+    echo "kept is a seed policy's that fits only with the workspace held for its step, as made"
+    echo "alone, measured among auto's candidates: demand residency makes up the rest); the"
+    echo "last column is auto's measured time and how close it comes to the bound (1.00: as"
+    echo "fast as the bound)."
     echo
     echo "| run | ideal ms | bound ms (best ratio) | steps' compute, ms | stall no plan avoids, ms | must come back | auto predicted, ms | auto measured (to bound) |"
     echo "|---|---|---|---|---|---|---|---|"
