@@ -168,7 +168,7 @@ struct sn_arena {
     int pool;
     uintptr_t pool_base;
     sn_gtbm_pool gtbm;
-    pthread_cond_t cond;
+    sn_cond cond;
     int dev;
     uint64_t gran, budget, total;
     CUmemAllocationProp prop;
@@ -427,7 +427,6 @@ static sn_arena *sn_arena_create_pool(int dev)
     if (!ar)
         return NULL;
     ar->lock = (sn_lock)SN_LOCK_INITIALIZER(SN_RANK_ARENA);
-    pthread_cond_init(&ar->cond, NULL);
     ar->dev = dev;
     ar->pool = 1;
     ar->gran = SN_GTBM_ALIGN;
@@ -489,7 +488,6 @@ static sn_arena *sn_arena_create(int dev)
     if (!ar)
         return NULL;
     ar->lock = (sn_lock)SN_LOCK_INITIALIZER(SN_RANK_ARENA);
-    pthread_cond_init(&ar->cond, NULL);
     ar->dev = dev;
     ar->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     ar->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -1474,7 +1472,7 @@ static void sn_moves_undo_locked(sn_arena *ar, sn_moves *p)
     }
     /* another thread may wait for a victim that is no longer busy */
     if (p->nvictims)
-        pthread_cond_broadcast(&ar->cond);
+        sn_cond_broadcast(&ar->cond);
 }
 
 /* The loads' bytes are held from now; the streams a fence must cover are
@@ -1652,7 +1650,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
         if (got) {
             /* another thread is moving one: wait, then collect afresh */
             ar->waiters++;
-            pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+            sn_cond_wait(&ar->cond, &ar->lock, NULL);
             ar->waiters--;
             continue;
         }
@@ -1778,7 +1776,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
 
         sn_lock_take(&ar->lock);
         int lost = sn_loads_done_locked(ar, &p, stream);
-        pthread_cond_broadcast(&ar->cond);
+        sn_cond_broadcast(&ar->cond);
         sn_moves_free(&p);
         if (rc == 0 && !lost) {
             /* blocks that were already resident may still be arriving on
@@ -2008,7 +2006,7 @@ void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
     }
     sn_unpin(b);
     if (ar->waiters)
-        pthread_cond_broadcast(&ar->cond);
+        sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
 }
 
@@ -2035,7 +2033,7 @@ void sn_arena_free(sn_arena_alloc *a)
     sn_synced_locked(ar, covered);
     while (b->busy) {
         ar->waiters++;
-        pthread_cond_wait(&ar->cond, &ar->lock.mutex);
+        sn_cond_wait(&ar->cond, &ar->lock, NULL);
         ar->waiters--;
     }
     ar->allocated -= a->size;
@@ -2113,7 +2111,7 @@ static void sn_scratch_free(sn_arena *ar, void *stream, sn_block *b)
             until.tv_nsec -= 1000000000;
         }
         ar->waiters++;
-        pthread_cond_timedwait(&ar->cond, &ar->lock.mutex, &until);
+        sn_cond_wait(&ar->cond, &ar->lock, &until);
         ar->waiters--;
     }
     b->scratch = 0;
@@ -2242,7 +2240,7 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
         have->scratch = 0;
         have->search = 0;
         sn_block_to_free_locked(ar, have);
-        pthread_cond_broadcast(&ar->cond);
+        sn_cond_broadcast(&ar->cond);
     }
     sn_lock_give(&ar->lock);
     if (!bytes)
@@ -2426,7 +2424,7 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
         b->dirty = 0;
         started++;
     }
-    pthread_cond_broadcast(&ar->cond);
+    sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
     return started;
 }
@@ -2502,7 +2500,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
             b->load_ev = NULL;
         }
     }
-    pthread_cond_broadcast(&ar->cond);
+    sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
 }
 
@@ -2582,7 +2580,7 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
             ar->st.plan_prefetches++;
             ar->st.plan_prefetch_bytes += p.loads[i].b->size;
         }
-    pthread_cond_broadcast(&ar->cond);
+    sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
     sn_moves_free(&p);
     return started;

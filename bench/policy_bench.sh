@@ -24,7 +24,9 @@ trap 'rm -rf "$tmp"' EXIT
 # 40: auto follows up to four candidate plans in turn after the profile,
 # each until two iterations agree (or for six); with 28 the last of them
 # could still be running in the iterations measured
-ITERS=${ITERS:-40}
+# (auto measures up to eight candidate plans first, about five iterations
+# each: its steady state comes after iteration 40 or so)
+ITERS=${ITERS:-56}
 POLICIES=(lru auto vdnn-all vdnn-conv vdnn-dyn superneurons modnn pooch dymem)
 rows=(
     "ResNet-50 b32|--net resnet --depth 50 --batch 32"
@@ -114,11 +116,14 @@ not send away) is not in the timeline, and its host runs ahead of the
 device where the timeline's waits for it, so a plan without sync steps
 may run faster than predicted. auto's prediction is therefore only its
 first candidate: the plans it predicts within SN_CANDIDATE_SLACK (10%) of
-its best, then seed policies' plans, are followed in turn and the fastest
-measured is kept, the "plan" column giving the prediction of the plan
-kept. A seed policy can still measure a per cent or so faster where its
-plan was not among auto's candidates or where the candidate measured is
-still settling.
+its best, then seed policies' plans (those keeping the framework's
+algorithms first where that model's best was predicted ahead, then the
+other model's), and last demand residency, are followed in turn and the
+fastest measured is kept, the "plan" column giving the prediction of the
+plan kept (-1.0 for demand residency, which it does not predict). A seed
+policy can still measure a per cent or so faster where its plan was not
+among auto's candidates or where the candidate measured is still
+settling.
 MD
 mkdir -p "$OUT"
 cp "$tmp/table.md" "$OUT/policies.md"

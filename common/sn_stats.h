@@ -18,8 +18,9 @@ typedef struct sn_plan_iter_stats {
 } sn_plan_iter_stats;
 
 enum { SN_PLAN_ITER_STATS = 32 };
-/* auto's candidate plans reported (policy/sn_plan.h's SN_PLAN_TRIALS) */
-enum { SN_STATS_CANDIDATES = 4 };
+/* auto's candidate plans reported (core/sn_exec.h's SN_EXEC_TRIALS: the
+ * candidates of two models, policy/sn_plan.h's SN_PLAN_TRIALS each) */
+enum { SN_STATS_CANDIDATES = 8 };
 
 typedef struct sn_manage_stats {
     int active;                  /* manage mode ran on this device */
@@ -110,6 +111,7 @@ typedef struct sn_manage_stats {
      * the one kept (index) */
     int plan_trials, plan_trial_kept;
     double plan_trial_pred[SN_STATS_CANDIDATES], plan_trial_ms[SN_STATS_CANDIDATES];
+    int plan_trial_fw[SN_STATS_CANDIDATES]; /* 0: algorithms chosen; 1: the framework's; 2: moves nothing */
     uint64_t plan_off_steps;             /* steps off the learned sequence */
     /* learning the iteration anew (the run stayed off the learned one) */
     uint64_t relearn_begun;              /* re-learnings begun */

@@ -468,24 +468,41 @@ typedef struct sn_lib_scope {
 } sn_lib_scope;
 static __thread sn_lib_scope sn_lib_scope_now __attribute__((tls_model("initial-exec")));
 
-void sn_core_lib_scope_begin(int dev, void *handle)
+/* (inline: every call on a handle opens and closes one) */
+static inline void sn_lib_scope_open(sn_arena *ar, void *handle)
 {
     sn_lib_scope *sc = &sn_lib_scope_now;
-    sc->ar = sn_opt.mode == SN_MODE_MANAGE && sn_core_ready ? sn_arena_peek(dev) : NULL;
-    sc->active = sc->ar != NULL;
+    sc->ar = ar;
+    sc->active = ar != NULL;
     sc->handle = handle;
     sc->n = 0;
 }
 
-void sn_core_lib_scope_end(void *handle)
+static __attribute__((noinline)) void sn_lib_scope_unpin(sn_lib_scope *sc, void *handle)
+{
+    for (int i = 0; i < sc->n; i++)
+        sn_arena_scoped_end(sc->ar, sc->blocks[i], handle);
+    sc->n = 0;
+}
+
+static inline void sn_lib_scope_close(void *handle)
 {
     sn_lib_scope *sc = &sn_lib_scope_now;
     if (!sc->active)
         return;
     sc->active = 0;
-    for (int i = 0; i < sc->n; i++)
-        sn_arena_scoped_end(sc->ar, sc->blocks[i], handle);
-    sc->n = 0;
+    if (sc->n)
+        sn_lib_scope_unpin(sc, handle);
+}
+
+void sn_core_lib_scope_begin(int dev, void *handle)
+{
+    sn_lib_scope_open(sn_opt.mode == SN_MODE_MANAGE && sn_core_ready ? sn_arena_peek(dev) : NULL, handle);
+}
+
+void sn_core_lib_scope_end(void *handle)
+{
+    sn_lib_scope_close(handle);
 }
 
 static uint64_t sn_round_up_gran(uint64_t v, uint64_t g)
@@ -1496,7 +1513,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             return SN_CORE_NOMEM;
         }
         if (c->lib_handle)
-            sn_core_lib_scope_begin(c->dev, c->lib_handle);
+            sn_lib_scope_open(sn_arena_peek(c->dev), c->lib_handle);
     }
     if (!time_it)
         return 0;
@@ -1543,8 +1560,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
-    if (c->lib_handle && sn_lib_scope_now.active)
-        sn_core_lib_scope_end(c->lib_handle);
+    if (c->lib_handle)
+        sn_lib_scope_close(c->lib_handle);
     if (t->held.ar)
         sn_arena_release(&t->held);
     if (t->peer_held.ar) {
@@ -1875,6 +1892,7 @@ static void sn_finish(int cuda_usable)
                     for (int r = 0; r < ex->trial.n; r++) {
                         ms->plan_trial_pred[r] = ex->trial.pred[r];
                         ms->plan_trial_ms[r] = ex->trial.ms[r];
+                        ms->plan_trial_fw[r] = ex->trial.fw[r];
                     }
                     ms->plans = ex->plans;
                 }

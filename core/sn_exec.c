@@ -396,6 +396,79 @@ int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms)
     return best == ex->trial.rank ? -1 : best;
 }
 
+/* Makes p a plan that moves nothing and runs the framework's algorithms:
+ * the executor then only makes what each call touches resident (demand
+ * residency, with the plan's placement classes), as no plan does. */
+static void sn_exec_plan_empty(sn_plan *p, const sn_plan_model *pm)
+{
+    free(p->actions);
+    p->actions = NULL;
+    p->nactions = 0;
+    free(p->sync);
+    p->sync = NULL;
+    for (int s = 0; p->algo && s < pm->nsteps; s++)
+        p->algo[s] = pm->step[s].nalgo > 0 ? pm->step[s].framework_algo : -1;
+    if (sn_plan_simulate(pm, p, &p->predicted, NULL, NULL) < 0)
+        p->predicted.feasible = 0;
+}
+
+/* A first plan's candidates, to be measured in turn. They are those of
+ * the model choosing the algorithms, up to SN_CANDIDATES; when the plan
+ * keeping the framework's algorithms was predicted better (switched: it
+ * is the one just made, its model's candidates in it), that model's
+ * candidates are measured first, up to SN_CANDIDATES, and the other's
+ * follow, all but its last. Last comes demand residency (the plan
+ * emptied), which no prediction of the timeline stands for: ResNet-50 b32
+ * dynamic at half its peak ran every plan in 606 ms or more and demand
+ * residency in 594. Choosing the model by prediction alone
+ * measured DenseNet-121 b128 in 12 GB only on the framework's algorithms
+ * (1210 ms; its best plan there predicted 1240 against 1244), where
+ * modnn's plan with its own algorithms ran at 1194 and, among auto's
+ * candidates, at 1167; measuring only the other model's after the first,
+ * ResNet-50 b32 dynamic at half its peak lost its fastest (the
+ * framework's model's third candidate: 606 ms against 616). */
+static void sn_exec_trials_init(sn_exec *ex, int switched, int nopt, const double *opt_ms)
+{
+    int most = sn_opt.candidates < SN_PLAN_TRIALS ? sn_opt.candidates : SN_PLAN_TRIALS;
+    int n = 0;
+    if (switched) {
+        for (int r = 0; r < ex->plan.ncandidates && r < SN_PLAN_TRIALS && n < most; r++) {
+            ex->trial.fw[n] = SN_TRIAL_FRAMEWORK;
+            ex->trial.frank[n] = r;
+            ex->trial.pred[n++] = ex->plan.candidate_ms[r];
+        }
+        if (nopt > most - 1)
+            nopt = most - 1;
+    }
+    for (int r = 0; r < nopt && r < most && n < SN_EXEC_TRIALS; r++) {
+        ex->trial.fw[n] = SN_TRIAL_CHOSEN;
+        ex->trial.frank[n] = r;
+        ex->trial.pred[n++] = opt_ms[r];
+    }
+    if (!n) {
+        ex->trial.fw[0] = switched ? SN_TRIAL_FRAMEWORK : SN_TRIAL_CHOSEN;
+        ex->trial.frank[0] = 0;
+        ex->trial.pred[n++] = ex->plan.candidate_ms[0];
+    }
+    /* and moving nothing a call does not need (demand residency, as
+     * SN_POLICY=lru runs), when the plan moves anything and there is
+     * more than one trial */
+    if (n > 1 && n < SN_EXEC_TRIALS && ex->plan.nactions > 0) {
+        ex->trial.fw[n] = SN_TRIAL_DEMAND;
+        ex->trial.frank[n] = 0;
+        ex->trial.pred[n++] = -1;
+    }
+    ex->trial.n = n;
+    ex->trial.rank = 0;
+    ex->trial.done = n <= 1;
+    ex->trial.best = 0;
+    for (int r = 0; r < SN_EXEC_TRIALS; r++) {
+        ex->trial.ms[r] = -1;
+        if (r >= n)
+            ex->trial.pred[r] = -1;
+    }
+}
+
 int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
                   uint64_t budget, uint64_t granule, int vmm_arena, int rank)
 {
@@ -426,25 +499,35 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
     double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
     if (fw_ms)
         sn_exec_restrict(&pm, &ps, workspace, fw_ms);
-    /* a candidate after the first is of the model the first was made on:
-     * on the one keeping the framework's algorithms, it is made below */
-    int rank_fw = rank > 0 && ex->trial.framework;
+    /* a candidate after the first names its model and its rank there: on
+     * the model keeping the framework's algorithms, it is made below */
+    int rank_fw = 0, frank = rank, demand = 0;
+    if (!fresh && rank < ex->trial.n && rank < SN_EXEC_TRIALS) {
+        rank_fw = ex->trial.fw[rank] == SN_TRIAL_FRAMEWORK;
+        demand = ex->trial.fw[rank] == SN_TRIAL_DEMAND;
+        frank = ex->trial.frank[rank];
+    }
     const sn_plan_trials_cfg cfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};
-    int made = fw_ms && (rank_fw || sn_plan_make_ranked(&pm, policy, budget, &cfg, rank, &ex->plan) == 0);
+    int made = fw_ms && (rank_fw || sn_plan_make_ranked(&pm, policy, budget, &cfg, frank, &ex->plan) == 0);
     int options = ps.options;
+    /* the candidates of the model choosing algorithms (a first plan's) */
+    int nopt = made ? ex->plan.ncandidates : 0;
+    double opt_ms[SN_PLAN_TRIALS];
+    for (int r = 0; r < SN_PLAN_TRIALS; r++)
+        opt_ms[r] = made && r < nopt ? ex->plan.candidate_ms[r] : -1;
+    int switched = 0;
     if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
-        (ps.options > 0 || ps.virtual_ws > 0) && (rank == 0 || rank_fw)) {
+        (ps.options > 0 || ps.virtual_ws > 0) && (fresh || rank_fw)) {
         /* auto's own safety net for the algorithms: the best plan that
          * keeps the framework's algorithms and buffers (as keep runs),
          * followed instead when it is predicted better */
         sn_plan_model km;
         sn_planmodel_store ks;
         sn_plan kp;
-        int switched = 0;
         keep.framework_only = 1;
         if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
             sn_exec_fit_to_arena(&ks, &km, granule, vmm_arena);
-            if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank, &kp) == 0) {
+            if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank_fw ? frank : 0, &kp) == 0) {
                 const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
                 /* between plans that do not fit, auto's own ranking
                  * (by memory) already chose among the framework's
@@ -469,6 +552,8 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         if (rank_fw && !switched)
             made = 0;
     }
+    if (made && demand)
+        sn_exec_plan_empty(&ex->plan, &pm);
     ex->block = calloc((size_t)pm.ntensors + 1, sizeof *ex->block);
     if (ex->block && made && sn_exec_positions(ex, &m, &ps) == 0 && sn_exec_index(ex) == 0 &&
         sn_exec_convs(ex, t, &m, &pm, &ps, fw_ms) == 0) {
@@ -487,18 +572,8 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
         }
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
-        if (fresh) {
-            /* a first plan: its candidates are to be measured */
-            ex->trial.n = ex->plan.ncandidates > 1 ? ex->plan.ncandidates : 1;
-            ex->trial.rank = 0;
-            ex->trial.done = ex->trial.n <= 1;
-            ex->trial.best = 0;
-            ex->trial.framework = ex->algo_framework;
-            for (int r = 0; r < SN_PLAN_TRIALS; r++) {
-                ex->trial.ms[r] = -1;
-                ex->trial.pred[r] = r < ex->trial.n ? ex->plan.candidate_ms[r] : -1;
-            }
-        }
+        if (fresh)
+            sn_exec_trials_init(ex, switched, nopt, opt_ms);
         ex->trial.rank = rank;
         ex->trial.from = ex->boundaries;
         ex->plans++;

@@ -49,7 +49,11 @@
 #include "policy/sn_plan.h"
 #include "tracer/sn_trace.h"
 
-_Static_assert((int)SN_PLAN_TRIALS == (int)SN_STATS_CANDIDATES, "the report holds every candidate");
+/* auto's trials: the candidates of the model keeping the framework's
+ * algorithms and of the one choosing them (sn_exec_trials_init) */
+enum { SN_EXEC_TRIALS = 2 * SN_PLAN_TRIALS };
+enum sn_trial_model { SN_TRIAL_CHOSEN = 0, SN_TRIAL_FRAMEWORK = 1, SN_TRIAL_DEMAND = 2 };
+_Static_assert((int)SN_EXEC_TRIALS == (int)SN_STATS_CANDIDATES, "the report holds every candidate");
 
 typedef struct sn_exec {
     int active;
@@ -116,10 +120,13 @@ typedef struct sn_exec {
      * the fastest measured is made again and kept */
     struct sn_exec_trials {
         int n, rank, done, best;
-        int framework;         /* made on the model keeping the framework's algorithms */
+        /* trial r is the plan of rank frank[r] made on the model keeping
+         * the framework's algorithms or on the one choosing them, or no
+         * plan's moves at all (fw[r]: enum sn_trial_model) */
+        int fw[SN_EXEC_TRIALS], frank[SN_EXEC_TRIALS];
         uint64_t from, prev_iter;
         double prev_ms;
-        double ms[SN_PLAN_TRIALS], pred[SN_PLAN_TRIALS]; /* measured (-1: not yet), predicted */
+        double ms[SN_EXEC_TRIALS], pred[SN_EXEC_TRIALS]; /* measured (-1: not yet), predicted */
     } trial;
     /* the whole run, every plan made (kept by sn_exec_build) */
     uint64_t plans;          /* plans made */

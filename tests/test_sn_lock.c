@@ -1,9 +1,11 @@
 /*
- * test_sn_lock.c — the lock witness of the debug build (common/sn_lock.h):
+ * test_sn_lock.c — libsn's locks (common/sn_lock.h): mutual exclusion and
+ * the condition's wake-ups under contention from several threads, a timed
+ * wait that ends at its time; and the lock witness of the debug build:
  * locks taken in rank order pass and are tracked; a lock taken out of
  * order, twice, or a CUDA call made with a lock held ends the process with
  * SIGABRT and a libsn line naming the broken rule. Each violation runs in a
- * forked child. In a release build the witness is compiled out and these
+ * forked child. In a release build the witness is compiled out and those
  * tests are skipped (CI runs the debug build too).
  */
 #include <setjmp.h>
@@ -13,7 +15,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -76,6 +80,114 @@ static void cuda_under_lock(void)
 }
 #endif
 
+/* ---- exclusion and conditions, in every build ---------------------------- */
+
+enum { THREADS = 4, ROUNDS = 1000000 };
+static sn_lock counted = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
+static pthread_barrier_t start_together;
+/* a plain (not atomic) pair: only the lock keeps them equal */
+static volatile long count_a, count_b;
+
+static void *count_up(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&start_together);
+    for (int i = 0; i < ROUNDS; i++) {
+        sn_lock_take(&counted);
+        long a = count_a;
+        /* (a moment inside, so that the others arrive while it is held) */
+        for (volatile int k = 0; k < 8; k++)
+            ;
+        count_a = a + 1;
+        count_b = count_b + 1;
+        sn_lock_give(&counted);
+    }
+    return NULL;
+}
+
+static void test_exclusion(void **state)
+{
+    (void)state;
+    pthread_t th[THREADS];
+    assert_int_equal(pthread_barrier_init(&start_together, NULL, THREADS), 0);
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, count_up, NULL), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start_together);
+    assert_int_equal(count_a, (long)THREADS * ROUNDS);
+    assert_int_equal(count_b, (long)THREADS * ROUNDS);
+    /* given back: taken again at once */
+    sn_lock_take(&counted);
+    sn_lock_give(&counted);
+}
+
+/* A relay: each waiter waits for its turn, takes it, passes it on and
+ * broadcasts; a lost wake-up leaves the relay stuck (the test times out). */
+static sn_lock relay_lock = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
+static sn_cond relay_cond;
+static int relay_turn, relay_done;
+enum { RELAY_ROUNDS = 2000 };
+
+static void *relay(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (int r = 0; r < RELAY_ROUNDS; r++) {
+        sn_lock_take(&relay_lock);
+        while (relay_turn % THREADS != me)
+            sn_cond_wait(&relay_cond, &relay_lock, NULL);
+        relay_turn++;
+        relay_done++;
+        sn_cond_broadcast(&relay_cond);
+        sn_lock_give(&relay_lock);
+    }
+    return NULL;
+}
+
+static void test_condition(void **state)
+{
+    (void)state;
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, relay, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(relay_done, THREADS * RELAY_ROUNDS);
+    assert_int_equal(relay_cond.waiters, 0);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void test_timed_wait(void **state)
+{
+    (void)state;
+    static sn_lock l = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
+    static sn_cond c;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    double t0 = now_s();
+    sn_lock_take(&l);
+    /* nobody broadcasts: it ends at its time (or early, spuriously, never
+     * much later), with the lock held again */
+    sn_cond_wait(&c, &l, &until);
+    double waited = now_s() - t0;
+    assert_int_equal(l.word != 0, 1);
+    sn_lock_give(&l);
+    assert_int_equal(l.word, 0);
+    assert_true(waited < 5.0);
+    assert_int_equal(c.waiters, 0);
+}
+
 static void test_rank_order(void **state)
 {
     (void)state;
@@ -107,6 +219,9 @@ static void test_no_cuda_under_lock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exclusion),
+        cmocka_unit_test(test_condition),
+        cmocka_unit_test(test_timed_wait),
         cmocka_unit_test(test_rank_order),
         cmocka_unit_test(test_no_cuda_under_lock),
     };

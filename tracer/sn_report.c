@@ -193,14 +193,16 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  gathered           memory mapped and unmapped at %d sync steps of the iteration only\n",
                 s->plan_sync_steps);
     if (s->plan_trials > 1) {
-        fprintf(f, "  candidates         %d plans auto predicted within %d%% of its best, each followed and one "
-                   "iteration measured (predicted -> measured ms):",
+        fprintf(f, "  candidates         %d plans auto predicted within %d%% of its best (and seed policies' "
+                   "plans), each followed and one iteration measured (predicted -> measured ms; *: keeping the "
+                   "framework's algorithms; demand: moving nothing a call does not need):",
                 s->plan_trials, (int)sn_opt.candidate_slack);
         for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++) {
+            const char *fw = s->plan_trial_fw[r] == 1 ? "*" : s->plan_trial_fw[r] == 2 ? " demand" : "";
             if (s->plan_trial_ms[r] >= 0)
-                fprintf(f, "%s %.3f -> %.3f", r ? "," : "", s->plan_trial_pred[r], s->plan_trial_ms[r]);
+                fprintf(f, "%s %.3f%s -> %.3f", r ? "," : "", s->plan_trial_pred[r], fw, s->plan_trial_ms[r]);
             else
-                fprintf(f, "%s %.3f -> not measured", r ? "," : "", s->plan_trial_pred[r]);
+                fprintf(f, "%s %.3f%s -> not measured", r ? "," : "", s->plan_trial_pred[r], fw);
         }
         fprintf(f, "; following candidate %d\n", s->plan_trial_kept + 1);
     }
@@ -554,9 +556,10 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
                 (unsigned long long)s->plan_rebound, s->plan_sync_steps, s->plan_trial_kept);
         for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++)
-            fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f}", r ? "," : "",
+            fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"model\":\"%s\"}", r ? "," : "",
                     isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,
-                    isfinite(s->plan_trial_ms[r]) ? s->plan_trial_ms[r] : -1.0);
+                    isfinite(s->plan_trial_ms[r]) ? s->plan_trial_ms[r] : -1.0,
+                    s->plan_trial_fw[r] == 1 ? "framework" : s->plan_trial_fw[r] == 2 ? "demand" : "chosen");
         fprintf(f, "],\"per_iteration\":[");
         for (int i = 0; i < s->plan_niter; i++) {
             const sn_plan_iter_stats *h = &s->plan_iter[i];
