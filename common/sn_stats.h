@@ -111,7 +111,7 @@ typedef struct sn_manage_stats {
      * the one kept (index) */
     int plan_trials, plan_trial_kept;
     double plan_trial_pred[SN_STATS_CANDIDATES], plan_trial_ms[SN_STATS_CANDIDATES];
-    int plan_trial_fw[SN_STATS_CANDIDATES]; /* 0: algorithms chosen; 1: the framework's; 2: moves nothing */
+    int plan_trial_model[SN_STATS_CANDIDATES]; /* 0: algorithms chosen; 1: the framework's; 2: moves nothing */
     uint64_t plan_off_steps;             /* steps off the learned sequence */
     /* learning the iteration anew (the run stayed off the learned one) */
     uint64_t relearn_begun;              /* re-learnings begun */

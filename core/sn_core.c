@@ -1892,7 +1892,7 @@ static void sn_finish(int cuda_usable)
                     for (int r = 0; r < ex->trial.n; r++) {
                         ms->plan_trial_pred[r] = ex->trial.pred[r];
                         ms->plan_trial_ms[r] = ex->trial.ms[r];
-                        ms->plan_trial_fw[r] = ex->trial.fw[r];
+                        ms->plan_trial_model[r] = ex->trial.model[r];
                     }
                     ms->plans = ex->plans;
                 }

@@ -398,7 +398,7 @@ int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms)
 
 /* Makes p a plan that moves nothing and runs the framework's algorithms:
  * the executor then only makes what each call touches resident (demand
- * residency, with the plan's placement classes), as no plan does. */
+ * residency, with the plan's placement classes), as without a plan. */
 static void sn_exec_plan_empty(sn_plan *p, const sn_plan_model *pm)
 {
     free(p->actions);
@@ -433,7 +433,7 @@ static void sn_exec_trials_init(sn_exec *ex, int switched, int nopt, const doubl
     int n = 0;
     if (switched) {
         for (int r = 0; r < ex->plan.ncandidates && r < SN_PLAN_TRIALS && n < most; r++) {
-            ex->trial.fw[n] = SN_TRIAL_FRAMEWORK;
+            ex->trial.model[n] = SN_TRIAL_FRAMEWORK;
             ex->trial.frank[n] = r;
             ex->trial.pred[n++] = ex->plan.candidate_ms[r];
         }
@@ -441,12 +441,12 @@ static void sn_exec_trials_init(sn_exec *ex, int switched, int nopt, const doubl
             nopt = most - 1;
     }
     for (int r = 0; r < nopt && r < most && n < SN_EXEC_TRIALS; r++) {
-        ex->trial.fw[n] = SN_TRIAL_CHOSEN;
+        ex->trial.model[n] = SN_TRIAL_CHOSEN;
         ex->trial.frank[n] = r;
         ex->trial.pred[n++] = opt_ms[r];
     }
     if (!n) {
-        ex->trial.fw[0] = switched ? SN_TRIAL_FRAMEWORK : SN_TRIAL_CHOSEN;
+        ex->trial.model[0] = switched ? SN_TRIAL_FRAMEWORK : SN_TRIAL_CHOSEN;
         ex->trial.frank[0] = 0;
         ex->trial.pred[n++] = ex->plan.candidate_ms[0];
     }
@@ -454,7 +454,7 @@ static void sn_exec_trials_init(sn_exec *ex, int switched, int nopt, const doubl
      * SN_POLICY=lru runs), when the plan moves anything and there is
      * more than one trial */
     if (n > 1 && n < SN_EXEC_TRIALS && ex->plan.nactions > 0) {
-        ex->trial.fw[n] = SN_TRIAL_DEMAND;
+        ex->trial.model[n] = SN_TRIAL_DEMAND;
         ex->trial.frank[n] = 0;
         ex->trial.pred[n++] = -1;
     }
@@ -503,8 +503,8 @@ int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int
      * the model keeping the framework's algorithms, it is made below */
     int rank_fw = 0, frank = rank, demand = 0;
     if (!fresh && rank < ex->trial.n && rank < SN_EXEC_TRIALS) {
-        rank_fw = ex->trial.fw[rank] == SN_TRIAL_FRAMEWORK;
-        demand = ex->trial.fw[rank] == SN_TRIAL_DEMAND;
+        rank_fw = ex->trial.model[rank] == SN_TRIAL_FRAMEWORK;
+        demand = ex->trial.model[rank] == SN_TRIAL_DEMAND;
         frank = ex->trial.frank[rank];
     }
     const sn_plan_trials_cfg cfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};

@@ -123,7 +123,7 @@ typedef struct sn_exec {
         /* trial r is the plan of rank frank[r] made on the model keeping
          * the framework's algorithms or on the one choosing them, or no
          * plan's moves at all (fw[r]: enum sn_trial_model) */
-        int fw[SN_EXEC_TRIALS], frank[SN_EXEC_TRIALS];
+        int model[SN_EXEC_TRIALS], frank[SN_EXEC_TRIALS];
         uint64_t from, prev_iter;
         double prev_ms;
         double ms[SN_EXEC_TRIALS], pred[SN_EXEC_TRIALS]; /* measured (-1: not yet), predicted */

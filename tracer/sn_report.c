@@ -198,7 +198,7 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                    "framework's algorithms; demand: moving nothing a call does not need):",
                 s->plan_trials, (int)sn_opt.candidate_slack);
         for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++) {
-            const char *fw = s->plan_trial_fw[r] == 1 ? "*" : s->plan_trial_fw[r] == 2 ? " demand" : "";
+            const char *fw = s->plan_trial_model[r] == 1 ? "*" : s->plan_trial_model[r] == 2 ? " demand" : "";
             if (s->plan_trial_ms[r] >= 0)
                 fprintf(f, "%s %.3f%s -> %.3f", r ? "," : "", s->plan_trial_pred[r], fw, s->plan_trial_ms[r]);
             else
@@ -559,7 +559,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"model\":\"%s\"}", r ? "," : "",
                     isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,
                     isfinite(s->plan_trial_ms[r]) ? s->plan_trial_ms[r] : -1.0,
-                    s->plan_trial_fw[r] == 1 ? "framework" : s->plan_trial_fw[r] == 2 ? "demand" : "chosen");
+                    s->plan_trial_model[r] == 1 ? "framework" : s->plan_trial_model[r] == 2 ? "demand" : "chosen");
         fprintf(f, "],\"per_iteration\":[");
         for (int i = 0; i < s->plan_niter; i++) {
             const sn_plan_iter_stats *h = &s->plan_iter[i];
