@@ -79,6 +79,12 @@ check "room is made from planned leaves by waiting for their own copies" "[ '$ow
 check "a plan without sync steps: measured within 5% of the prediction" \
     "[ '$sync' = 0 ] && python3 -c 'import sys; p, m = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (p > 0 and abs(m - p) <= 0.05 * p))' '$predicted' '$measured'"
 
+# (a choice made by measurement, not a question for the sanitizers: under
+# ThreadSanitizer this run alone takes minutes)
+if [ -n "${SANITIZE:-}" ]; then
+    echo "ok $((n + 1)) - # skip: DenseNet-121 b128's candidates are measured in the plain and debug builds"
+    exit 0
+fi
 SN_REPORT="$tmp/dn.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net densenet --depth 121 --batch 128 \
     --iters 44 --prefetch lockstep >"$tmp/dn.out" 2>"$tmp/dn.err"
 rc=$?
