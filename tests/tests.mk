@@ -42,6 +42,8 @@ TEST_SCRIPTS += tests/test_sn_sim_apis.sh
 TEST_SCRIPTS += tests/test_sn_manage.sh
 TEST_SCRIPTS += tests/test_sn_limits.sh
 TEST_SCRIPTS += tests/test_sn_fullsize.sh
+# Every SN_POLICY bit-identical: the trainer's styles, the corpus, Darknet.
+TEST_SCRIPTS += tests/test_sn_every_policy.sh
 # SN_WORKSPACE: convolution algorithms chosen by the plan, bit-identical.
 TEST_SCRIPTS += tests/test_sn_workspace.sh
 TEST_SCRIPTS += tests/test_sn_broken.sh
