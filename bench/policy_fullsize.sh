@@ -238,7 +238,12 @@ largest() { # policy opts...
     echo
     echo "Dynamic allocation style; doubled from 16 while three iterations train, then bisected"
     echo "to a multiple of 16. The last column: what stops the smallest batch that does not"
-    echo "train under ${MAXB_POLICIES[-1]}, from libsn's error."
+    echo "train under ${MAXB_POLICIES[-1]}, from libsn's error. A step's working set must be"
+    echo "resident at once, so some batches no policy can train: VGG-16's first pooling"
+    echo "layer's backward reads x, y and dy and writes dx (cuDNN's max pooling), 30.6 MiB per"
+    echo "image, 401 images in the whole 12 GB device with nothing else on it, so 448 is out"
+    echo "of reach; its first ReLU's backward reads y and dy and writes a dx of its own in this"
+    echo "trainer (36.75 MiB per image: 334 at most), which stops it at 320."
     echo
     printf '| network | without libsn |'
     for p in "${MAXB_POLICIES[@]}"; do printf ' %s |' "$p"; done
