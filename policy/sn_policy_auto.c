@@ -109,6 +109,18 @@ static int try_plan(const sn_pol *P, const recipe *r, const int *algo, search *S
     return 1;
 }
 
+/* Step s's fastest algorithm whose extra workspace is at most limit, or a0
+ * when none is faster: never a slower one. */
+static int fastest_within(const sn_pol *P, int s, uint64_t limit, int a0)
+{
+    const sn_plan_step *st = &P->m->step[s];
+    int best = a0;
+    for (int a = 0; a < st->nalgo; a++)
+        if (sn_pol_extra(P, s, a) <= limit && st->algo[a].ms < st->algo[best].ms)
+            best = a;
+    return best;
+}
+
 /* Per step, the fastest algorithm whose workspace fits what the budget
  * leaves beside the liveness plan's memory there (SuperNeurons' rule,
  * without its offloads): a starting point that is feasible where the
@@ -124,12 +136,9 @@ static int fitting_algos(const sn_pol *P, int *algo)
         sn_pol_profile(P, &L, algo, mem) == UINT64_MAX)
         goto out;
     for (int s = 0; s < P->ns; s++) {
-        const sn_plan_step *st = &P->m->step[s];
         uint64_t held = mem[s] - sn_pol_ws(P, algo, s);
-        for (int a = 0; a < st->nalgo; a++)
-            if (held <= P->budget && sn_pol_extra(P, s, a) <= P->budget - held &&
-                st->algo[a].ms < st->algo[algo[s]].ms)
-                algo[s] = a;
+        if (held <= P->budget)
+            algo[s] = fastest_within(P, s, P->budget - held, algo[s]);
     }
     rc = 0;
 out:
@@ -218,14 +227,9 @@ static int ceiling_pass(const sn_pol *P, search *S, int *algo)
     for (int k = 0; k < MAX_CEILINGS && k < m; k++) {
         uint64_t ceiling = ws[m <= MAX_CEILINGS ? k : (int)((double)k * (m - 1) / (MAX_CEILINGS - 1))];
         int changed = 0;
-        memcpy(algo, S->algo, (size_t)P->ns * sizeof *algo);
         for (int s = 0; s < P->ns; s++) {
-            const sn_plan_step *st = &P->m->step[s];
-            for (int a = 0; a < st->nalgo; a++)
-                if (sn_pol_extra(P, s, a) <= ceiling && st->algo[a].ms < st->algo[algo[s]].ms) {
-                    algo[s] = a;
-                    changed = 1;
-                }
+            algo[s] = fastest_within(P, s, ceiling, S->algo[s]);
+            changed |= algo[s] != S->algo[s];
         }
         if (!changed)
             continue;

@@ -47,8 +47,8 @@ if ! command -v python3 >/dev/null; then
 fi
 
 # facts NAME FIELD: from $tmp/NAME.json and .out, the plan's sync steps,
-# its prediction, the measured iteration (the mean of the last three) and
-# the manage section's FIELD.
+# its prediction, the measured iteration (the mean of the last three), the
+# manage section's FIELD and the plan's bound.
 facts() { # name field
     python3 - "$tmp/$1.json" "$tmp/$1.out" "$2" <<'PY'
 import json, sys
@@ -56,16 +56,16 @@ try:
     m = json.load(open(sys.argv[1]))["devices"][0]["manage"]
     p = m["plan"]
     t = [float(l.split()[5]) for l in open(sys.argv[2]) if l.startswith("iter ")]
-    print(p["sync_steps"], p["predicted_ms"], sum(t[-3:]) / 3, m[sys.argv[3]])
+    print(p["sync_steps"], p["predicted_ms"], sum(t[-3:]) / 3, m[sys.argv[3]], p["bound_ms"])
 except Exception:
-    print("-1 -1 -1 0")
+    print("-1 -1 -1 0 -1")
 PY
 }
 
 SN_CANDIDATES=1 SN_REPORT="$tmp/vgg.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net vgg --depth 16 --batch 256 \
     --iters 10 >"$tmp/vgg.out" 2>"$tmp/vgg.err"
 rc=$?
-read -r sync predicted measured ws <<<"$(facts vgg scratch_peak)"
+read -r sync predicted measured ws bound <<<"$(facts vgg scratch_peak)"
 echo "# VGG-16 b256 in 12 GB: $sync sync steps, predicted $predicted ms, measured $measured ms," \
      "libsn's workspace at most $ws bytes"
 check "VGG-16 b256 in 12 GB trains under auto" "[ $rc -eq 0 ]" || sed 's/^/# /' "$tmp/vgg.err" | tail -4
@@ -73,9 +73,6 @@ check "the searches time algorithms with large workspaces, and the plan runs som
     "[ '$ws' -gt $((1 << 30)) ]"
 check "a gathered plan, its workspace mapped per stretch: measured within 5% of the prediction" \
     "[ '$sync' -gt 0 ] && python3 -c 'import sys; p, m = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (p > 0 and abs(m - p) <= 0.05 * p))' '$predicted' '$measured'"
-bound=$(python3 -c 'import json, sys
-try: print(json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]["bound_ms"])
-except Exception: print(-1)' "$tmp/vgg.json")
 echo "# VGG-16 b256: the bound (every convolution at its fastest, the copies the budget forces) $bound ms"
 check "VGG-16 b256: the plan predicted within 13% of the bound (17% without the workspace ceilings)" \
     "python3 -c 'import sys; p, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (b > 0 and b <= p <= 1.13 * b))' '$predicted' '$bound'"
@@ -83,7 +80,7 @@ check "VGG-16 b256: the plan predicted within 13% of the bound (17% without the 
 SN_CANDIDATES=1 SN_REPORT="$tmp/r50.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 256 \
     --iters 12 --prefetch lockstep >"$tmp/r50.out" 2>"$tmp/r50.err"
 rc=$?
-read -r sync predicted measured own <<<"$(facts r50 own_waits)"
+read -r sync predicted measured own _ <<<"$(facts r50 own_waits)"
 echo "# ResNet-50 b256 in 12 GB: $sync sync steps, predicted $predicted ms, measured $measured ms," \
      "$own waits for a planned leave's own copy"
 check "ResNet-50 b256 in 12 GB trains under auto, dropped contents never read" \
@@ -101,10 +98,8 @@ if [ -n "${SANITIZE:-}" ]; then
 fi
 # the candidates of both models, a half-peak budget
 args=(--net resnet --depth 50 --batch 32 --alloc dynamic --prefetch lockstep)
-SN_MODE=trace SN_REPORT="$tmp/rdp.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" --iters 3 >/dev/null 2>&1
-peak=$(python3 -c 'import json, sys
-try: print(json.load(open(sys.argv[1]))["devices"][0]["run"]["peak_bytes"])
-except Exception: print(0)' "$tmp/rdp.json")
+peak=$(peak_of "${args[@]}" --iters 3 2>/dev/null)
+peak=${peak:-0}
 SN_BUDGET=$((peak / 2)) SN_REPORT="$tmp/rd.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" --iters 56 \
     >"$tmp/rd.out" 2>"$tmp/rd.err"
 rc=$?

@@ -22,17 +22,6 @@ trainer="$BUILD_DIR/sntrain"
 export SIMGPU_GRANULARITY=64K
 learned() { grep -E '^(iter [0-9]+ loss|checksum)' "$1" | sed -E 's/ time .*//'; }
 
-# bytes of the run's peak as allocated, from the trace report
-peak_of() {
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "$@" >/dev/null 2>&1
-    python3 - "$tmp/peak.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-d = r["devices"][0] if "devices" in r else r
-print(int(d["run"]["peak_bytes"]))
-PY
-}
-
 run_case() {
     local tag="$1"; shift
     local args=(--iters 4 "$@")
