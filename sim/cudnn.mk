@@ -8,6 +8,9 @@
 
 SIM_CUDNN_SRC := $(wildcard sim/cudnn/*.c)
 SIM_CUDNN_OBJ := $(SIM_CUDNN_SRC:%.c=$(BUILD)/%.o)
+# The arithmetic, left uninstrumented under ThreadSanitizer (Makefile).
+NO_TSAN_SRCS += sim/cudnn/conv_compute.c sim/cudnn/activation.c sim/cudnn/batchnorm.c sim/cudnn/dropout.c \
+                sim/cudnn/lrn.c sim/cudnn/pooling.c sim/cudnn/softmax.c sim/cudnn/tensor_ops.c
 # Unresolved names are caught at link time, except under a sanitizer whose
 # runtime is only provided by the executable.
 SIM_CUDNN_NO_UNDEF := $(if $(SANITIZE),,-Wl,--no-undefined)

@@ -50,3 +50,10 @@ TEST_SCRIPTS += tests/test_sn_broken.sh
 # A run under libsn is the same run every time (plan and simulated times).
 TEST_SCRIPTS += tests/test_sn_repro.sh
 TEST_SCRIPTS += tests/test_gpu_scripts.sh
+
+# The longest scripts (in every build, sanitizers included), started first
+# so that tests/run_tests.sh's workers finish together; the rest follow in
+# the order the fragments registered them.
+TEST_SLOW := tests/test_sn_manage.sh tests/test_sn_every_policy.sh tests/test_sim_calibration.sh \
+             tests/test_sn_reliability.sh tests/test_trainer.sh tests/test_sn_trainer.sh tests/test_sn_fullsize.sh \
+             tests/test_sn_stress.sh tests/test_darknet.sh tests/test_sn_workspace.sh

@@ -670,7 +670,7 @@ static void create_buffers(trainer *tr)
     free(u.ids);
 }
 
-static void init_params(trainer *tr)
+TRAINER_ONE_THREAD static void init_params(trainer *tr)
 {
     const net *n = tr->n;
     for (int p = 0; p < n->nparams; p++) {
@@ -1406,7 +1406,7 @@ int trainer_dump_steps(const trainer *tr, const char *path)
 /* FNV-1a over the bytes of every parameter, in parameter order. The copy
  * lands in a zeroed buffer, not in a style's host mirror, so that runs
  * without arithmetic (nothing comes back) agree across styles too. */
-uint64_t trainer_checksum(trainer *tr)
+TRAINER_ONE_THREAD uint64_t trainer_checksum(trainer *tr)
 {
     CUDA_CHECK(cudaDeviceSynchronize());
     uint64_t h = 0xcbf29ce484222325ull;
