@@ -75,12 +75,14 @@ include $(filter-out sim/sim.mk,$(sort $(wildcard sim/*.mk bench/*.mk shim/*.mk 
 
 all-targets: $(ALL_TARGETS)
 
-# The simulated cuDNN's arithmetic (im2col, per-row kernels) is one thread
-# working on buffers the call was handed; ThreadSanitizer checking each of
-# its loads made the TSan suite four times slower than the others and found
-# nothing it could: a race on device memory is the simulator's hazard
-# checker's to catch (stream order, not host threads). The API entry points,
-# the locks and every other file stay instrumented, and libtsan's
+# Under ThreadSanitizer two kinds of code are left uninstrumented, listed by
+# their fragments in NO_TSAN_SRCS: the simulated cuDNN's arithmetic (im2col,
+# per-row kernels: one thread on buffers the call was handed; a race on
+# device memory is the simulator's hazard checker's to catch, by stream
+# order, not host threads) and the planner (pure, run under libsn's lock).
+# Checking their every load made the TSan suite several times slower than
+# the others and could find nothing: the API entry points, libsn's locks
+# and shared state and every other file stay instrumented, and libtsan's
 # interceptors still see the mutexes these files take.
 ifeq ($(SANITIZE),thread)
 $(NO_TSAN_SRCS:%.c=$(BUILD)/%.o): CFLAGS := $(filter-out -fsanitize=thread,$(CFLAGS))
