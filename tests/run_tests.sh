@@ -80,10 +80,16 @@ report() {
     fi
 }
 
-# Reaps one finished test and reports it.
+# Reaps one finished test and reports it. `wait -n -p` names the job that
+# ended (bash 5.1); an older bash waits for the oldest instead.
 reap_one() {
-    local pid
-    wait -n -p pid
+    local pid=
+    if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then
+        wait -n -p pid
+    else
+        pid=$(printf '%s\n' "${!job_test[@]}" | sort -n | head -n 1)
+        wait "$pid"
+    fi
     report "${job_test[$pid]}"
     unset "job_test[$pid]"
 }
