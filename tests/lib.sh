@@ -5,7 +5,7 @@
 # without the sanitizer that loads the instrumented simulated libraries),
 # SN_PRELOAD is the runtime followed by libsn. check DESC CONDITION prints
 # one TAP line for a condition evaluated as shell code; mask_trainer_times
-# filters the trainer's timings out of its output; peak_of runs $trainer
+# filters the trainer's timings out of its output; peak_of runs a program
 # under trace mode for its peak.
 BUILD_DIR=${SN_TEST_BUILD:-$PWD/${BUILD:-build}}
 export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -23,10 +23,10 @@ n=0
 # images/s) masked on stdin: they vary with libsn's timing events and with
 # the trainer's data-loader thread, while losses and checksums must not.
 mask_trainer_times() { sed -E 's/[0-9]+\.[0-9]+ ms/T ms/g; s/^images\/s .*/images\/s (masked)/'; }
-# peak_of ARGS...: bytes of the run's peak as allocated, from a trace-mode
-# report of $trainer run with ARGS ($tmp/peak.json)
+# peak_of PROG ARGS...: bytes of the run's peak as allocated, from a
+# trace-mode report of PROG run with ARGS ($tmp/peak.json)
 peak_of() {
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "$@" >/dev/null 2>&1
+    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$@" >/dev/null 2>&1
     python3 - "$tmp/peak.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

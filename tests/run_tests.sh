@@ -81,7 +81,9 @@ report() {
 }
 
 # Reaps one finished test and reports it. `wait -n -p` names the job that
-# ended (bash 5.1); an older bash waits for the oldest instead.
+# ended (bash 5.1); an older bash waits for the running test with the
+# lowest process id instead, which keeps the count right at some cost in
+# overlap.
 reap_one() {
     local pid=
     if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then

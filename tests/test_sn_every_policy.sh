@@ -84,8 +84,7 @@ for style in "${styles[@]}"; do
     args=(--iters 8 --net resnet --depth 20 --input 32 --batch 8 --width 8 --alloc "$style")
     "$trainer" "${args[@]}" >"$tmp/plain.out" 2>&1 || { echo "not ok - trainer/$style fails without libsn"; continue; }
     learned "$tmp/plain.out" >"$tmp/plain.learned"
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
-    peak=$(field "$tmp/peak.json" peak_bytes)
+    peak=$(peak_of "$trainer" "${args[@]}" 2>/dev/null)
     for pol in "${policies[@]}"; do
         for b in "${budgets[@]}"; do
             same "trainer/$style/$pol/$b" "$tmp/plain.learned" "$pol" \
@@ -101,8 +100,7 @@ for expect in "$here"/corpus/*.expect; do
     name=$(basename "$expect" .expect)
     prog="$corpus/$name"
     "$prog" >"$tmp/$name.plain" 2>&1 || { echo "not ok - $name fails without libsn"; continue; }
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$prog" >/dev/null 2>&1
-    peak=$(field "$tmp/peak.json" peak_bytes)
+    peak=$(peak_of "$prog" 2>/dev/null)
     for pol in "${policies[@]}"; do
         for b in half smallest; do
             same "$name/$pol/$b" "$tmp/$name.plain" "$pol" "$(budget_of "$b" "$peak" "$name/$pol/half")" "$prog"

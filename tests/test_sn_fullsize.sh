@@ -98,7 +98,7 @@ if [ -n "${SANITIZE:-}" ]; then
 fi
 # the candidates of both models, a half-peak budget
 args=(--net resnet --depth 50 --batch 32 --alloc dynamic --prefetch lockstep)
-peak=$(peak_of "${args[@]}" --iters 3 2>/dev/null)
+peak=$(peak_of "$trainer" "${args[@]}" --iters 3 2>/dev/null)
 peak=${peak:-0}
 SN_BUDGET=$((peak / 2)) SN_REPORT="$tmp/rd.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" --iters 56 \
     >"$tmp/rd.out" 2>"$tmp/rd.err"

@@ -29,7 +29,7 @@ run_case() {
         echo "not ok - $tag: the trainer fails without libsn"; return; }
     learned "$tmp/plain.out" >"$tmp/plain.learned"
     local peak
-    peak=$(peak_of "${args[@]}") || { echo "not ok - $tag: no peak in the trace report"; return; }
+    peak=$(peak_of "$trainer" "${args[@]}") || { echo "not ok - $tag: no peak in the trace report"; return; }
     local lib_mem=$((6 << 20))
     for budget in ample half smallest third; do
         local env=()
@@ -86,7 +86,7 @@ run_case "resnet/dynamic/kernels" --net resnet --input 32 --batch 8 --width 8 --
 # moves and nothing stalls; at half the peak, swaps in and out, and the
 # time streams waited for them (measured with events on the device clock).
 args=(--iters 4 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
-peak=$(peak_of "${args[@]}")
+peak=$(peak_of "$trainer" "${args[@]}")
 SN_REPORT="$tmp/ample.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
 SN_BUDGET=$((peak / 2 + (6 << 20))) SN_REPORT="$tmp/half.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
     >/dev/null 2>&1
@@ -331,7 +331,7 @@ fi
 # bit-identical. SN_CANDIDATES=1 follows auto's prediction alone.
 cand=(--net resnet --depth 20 --input 32 --batch 16 --width 8 --iters 40)
 "$trainer" "${cand[@]}" >"$tmp/cand.plain" 2>&1
-cpeak=$(peak_of "${cand[@]}")
+cpeak=$(peak_of "$trainer" "${cand[@]}")
 SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand.json" LD_PRELOAD="$SN_PRELOAD" \
     "$trainer" "${cand[@]}" >"$tmp/cand.out" 2>&1
 rc=$?

@@ -18,9 +18,7 @@ trainer="$BUILD_DIR/sntrain"
 export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
 args=(--net resnet --depth 50 --batch 8 --iters 10 --prefetch lockstep)
 
-SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
-peak=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["run"]["peak_bytes"])' \
-    "$tmp/peak.json" 2>/dev/null)
+peak=$(peak_of "$trainer" "${args[@]}" 2>/dev/null)
 check "the trace run reports a peak" '[ -n "$peak" ]' || exit 1
 
 mkdir -p "$tmp/a" "$tmp/a-much-longer-folder-name"
