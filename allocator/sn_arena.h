@@ -202,7 +202,7 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes);
  * in use or moving), the rest being evicted to make the room. */
 uint64_t sn_arena_room(sn_arena *ar, int evicting);
 
-/* Planned moves (the plan executor, core/sn_exec.c). None waits for the
+/* Planned moves (the plan executor, manage/sn_exec.c). None waits for the
  * device; each skips (and counts) a block it cannot move now: in use by a
  * call, moved by another thread, shared by small allocations, the
  * libraries' own.

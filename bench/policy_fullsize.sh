@@ -23,6 +23,9 @@ set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Plans made on the framework's thread, so that each starts at the same
+# call in every run and the tables are reproducible (docs/decisions.md).
+export SN_PLAN_WAIT=1
 SNTRAIN="$PWD/$BUILD/sntrain"
 LIBSN="$PWD/$BUILD/libsn.so"
 export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0

@@ -20,6 +20,9 @@ set -eu
 BUILD=${BUILD:-build}
 out=${1:-bench/results/libsn_overhead.md}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Plans made on the framework's thread, so that each starts at the same
+# call in every run and the tables are reproducible (docs/decisions.md).
+export SN_PLAN_WAIT=1
 export SIMGPU_COMPUTE=0
 # valgrind cannot reserve the address space of a full-size simulated device
 export SIMGPU_MEM=1G

@@ -18,7 +18,7 @@ typedef struct sn_plan_iter_stats {
 } sn_plan_iter_stats;
 
 enum { SN_PLAN_ITER_STATS = 32 };
-/* auto's candidate plans reported (core/sn_exec.h's SN_EXEC_TRIALS: the
+/* auto's candidate plans reported (manage/sn_exec.h's SN_EXEC_TRIALS: the
  * candidates of two models, policy/sn_plan.h's SN_PLAN_TRIALS each) */
 enum { SN_STATS_CANDIDATES = 8 };
 
@@ -87,6 +87,10 @@ typedef struct sn_manage_stats {
     uint64_t plan_iterations;            /* iterations a plan was followed in (every plan made) */
     uint64_t plan_iterations_last;       /* ... the plan made last */
     uint64_t plans;                      /* plans made (one more per iteration learned anew) */
+    double plan_host_ms;                 /* host time making plans (every candidate) */
+    double plan_blocked_ms;              /* ... of it on the framework's threads */
+    int plan_waited;                     /* SN_PLAN_WAIT=1: the framework waited for each plan */
+    int plan_unfinished;                 /* a plan was still being made at exit */
     uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
     uint64_t plan_rebound;               /* allocations made anew each iteration, bound to the plan */
     double plan_stall_ms;                /* the stall the plan timeline predicts per iteration */

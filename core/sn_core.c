@@ -26,7 +26,9 @@
 #include "allocator/sn_arena.h"
 #include "common/sn_array.h"
 #include "core/sn_access.h"
-#include "core/sn_exec.h"
+#include "manage/sn_exec.h"
+#include "manage/sn_plan_state.h"
+#include "manage/sn_planner.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
 #include "common/sn_log.h"
@@ -67,11 +69,14 @@ typedef struct sn_device {
                                  while the iteration is learned anew */
     int learned;              /* an iteration has been learned (atomic, as profiled) */
     uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
-    /* manage mode's plan: 0 none yet, 1 to be made, 2 being made, 3 followed,
-     * 4 set aside while the iteration is learned anew, -1 none (demand
-     * residency only); exec under the device's lock, its step cursor
-     * advanced in the same hold as the trace's, so in the same order */
+    /* manage mode's plan: enum sn_plan_state (manage/sn_plan_state.h);
+     * exec under the device's lock, its step cursor advanced in the same
+     * hold as the trace's, so in the same order */
     int plan_state;
+    uint64_t plan_gen;        /* plans claimed; a job of an older one is discarded (under the lock) */
+    struct sn_plan_work *plan_ready; /* made, to be installed (under the lock) */
+    double plan_host_ms;      /* host time spent making plans, on any thread (under the lock) */
+    double plan_blocked_ms;   /* ... of it on the framework's threads */
     int plan_rank;            /* which of auto's candidates the next plan is (-1: a first plan, whose
                                  candidates are then measured in turn); under the lock */
     uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
@@ -535,7 +540,7 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
             sc->blocks[sc->n++] = sn_arena_alloc_block(rec);
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
         if (owner == SN_OWNER_FRAMEWORK && dev >= 0 && dev < SN_MAX_DEVICES &&
-            __atomic_load_n(&sn_devs[dev].plan_state, __ATOMIC_ACQUIRE) == 3) {
+            sn_plan_state_get(&sn_devs[dev].plan_state) == SN_PLAN_FOLLOWED) {
             sn_lock_take(&sn_devs[dev].lock);
             sn_exec_bind_alloc(&sn_devs[dev].exec, size, sn_arena_alloc_block(rec));
             sn_lock_give(&sn_devs[dev].lock);
@@ -863,7 +868,7 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
             (per.end - per.start) / per.period, again ? " (learned anew)" : "");
     if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU) {
         d->plan_rank = -1;
-        __atomic_store_n(&d->plan_state, 1, __ATOMIC_RELEASE);
+        sn_plan_want(&d->plan_state);
     }
     /* manage mode learns the iteration anew when the run leaves it for
      * good (tracer/sn_trace.h) */
@@ -884,8 +889,7 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
     if (ev & SN_TRACE_EV_RELEARN) {
         sn_profile_reset_locked(d);
         __atomic_store_n(&d->profiled, 0, __ATOMIC_RELEASE);
-        int ps = 3;
-        __atomic_compare_exchange_n(&d->plan_state, &ps, 4, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        sn_plan_aside(&d->plan_state);
     }
     if ((ev & SN_TRACE_EV_RETURNED) && !tr->relearning) {
         sn_profile_reset_locked(d);
@@ -900,8 +904,7 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
         }
         d->npending = keep;
         __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
-        int ps = 4;
-        __atomic_compare_exchange_n(&d->plan_state, &ps, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        sn_plan_resume(&d->plan_state);
     }
 }
 
@@ -1214,12 +1217,59 @@ void sn_core_conv_measured(int dev, uint64_t conf, const sn_trace_algo *a, int n
 
 static void sn_harvest(int dev, void *stream, int all);
 
-/* The iteration is learned: the plan of SN_POLICY for it, under the
- * arena's budget less a twentieth (blocks are whole granules, the plan
- * counts bytes). The step times of the profile are read first (the host
- * waits for the device once). Made with the registry's and the device's
- * locks held: every other call waits, once. */
-static void sn_core_plan_setup(int dev)
+/* ---- plans: made off the framework's thread ---------------------------------------- */
+
+/* One plan being made: the job the planning thread works on, and where
+ * it goes when done. Freed by whoever ends it (installed, or discarded as
+ * stale). */
+typedef struct sn_plan_work {
+    sn_planner_task task; /* first: the planner hands it back */
+    sn_exec_job job;
+    int dev;
+    uint64_t gen;
+} sn_plan_work;
+
+static void sn_plan_work_free(sn_plan_work *w)
+{
+    if (!w)
+        return;
+    sn_exec_job_free(&w->job);
+    free(w);
+}
+
+static void sn_plan_work_run(sn_planner_task *task)
+{
+    sn_exec_plan_job(&((sn_plan_work *)task)->job);
+}
+
+/* The planning thread is done with w: handed over for installing, unless
+ * a newer plan was claimed meanwhile (the iteration was learned anew). */
+static void sn_plan_work_done(sn_planner_task *task)
+{
+    sn_plan_work *w = (sn_plan_work *)task;
+    sn_device *d = &sn_devs[w->dev];
+    sn_lock_take(&d->lock);
+    d->plan_host_ms += task->run_ms;
+    int current = w->gen == d->plan_gen && !d->plan_ready && sn_plan_made(&d->plan_state);
+    if (current)
+        d->plan_ready = w;
+    sn_lock_give(&d->lock);
+    if (!current)
+        sn_plan_work_free(w);
+}
+
+static void sn_harvest(int dev, void *stream, int all);
+static void sn_core_plan_install(int dev);
+
+/* The iteration is learned (state MAKING, claimed by this thread): the
+ * plan of SN_POLICY for it, under the arena's budget less a twentieth
+ * (blocks are whole granules, the plan counts bytes). The step times of
+ * the profile are read first (the host waits for the device once), then
+ * the models are taken under the registry's and the device's locks, and
+ * the plan is made on libsn's planning thread with no lock held; the
+ * framework goes on under demand residency until a later call installs
+ * it (SN_PLAN_WAIT=1: made here, installed at once). */
+static void sn_core_plan_claim(int dev)
 {
     sn_device *d = &sn_devs[dev];
     sn_arena *ar = sn_arena_of(dev);
@@ -1227,10 +1277,10 @@ static void sn_core_plan_setup(int dev)
     if (ar)
         sn_arena_stats(ar, &st);
     if (!ar || st.pool) {
-        int ps = 2;
-        __atomic_compare_exchange_n(&d->plan_state, &ps, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        sn_plan_installed(&d->plan_state, SN_PLAN_DEMAND);
         return;
     }
+    double t0 = sn_planner_now_ms();
     int lib = sn_own_work_begin();
     uint64_t covered = sn_arena_sync_begin(ar);
     sn_witness_cuda("cudaDeviceSynchronize");
@@ -1240,35 +1290,84 @@ static void sn_core_plan_setup(int dev)
     sn_own_work_end(lib);
     if (synced)
         sn_harvest(dev, NULL, 1);
-    uint64_t budget = st.budget - st.budget / 20;
+    sn_plan_work *w = calloc(1, sizeof *w);
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
-    /* a plan made before (the iteration was learned anew) is replaced
-     * under the device's lock: another thread may be consulting it */
-    int rank = d->plan_rank;
-    int rc = d->trace ? sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
-                                      st.granularity, !st.pool, rank)
-                      : -1;
-    if (rc != 0 && rank > 0 && d->trace) {
-        /* the candidate is gone (it should not be): auto's own choice,
-         * and no more trials */
+    const sn_exec_job_cfg cfg = {dev,       sn_opt.policy, sn_opt.workspace, d->plan_rank, !st.pool,
+                                 st.budget - st.budget / 20, st.granularity};
+    int rc = w && d->trace ? sn_exec_prepare(&d->exec, d->trace, &cfg, &w->job) : -1;
+    sn_plan_work *stale = d->plan_ready;
+    d->plan_ready = NULL;
+    if (w) {
+        w->dev = dev;
+        w->gen = ++d->plan_gen;
+    }
+    d->plan_blocked_ms += sn_planner_now_ms() - t0;
+    sn_lock_give(&d->lock);
+    sn_lock_give(&sn_reg_lock);
+    sn_plan_work_free(stale);
+    if (!w)
+        return (void)sn_plan_installed(&d->plan_state, SN_PLAN_DEMAND);
+    /* (a model that could not be taken still goes through install, which
+     * says no plan could be made) */
+    if (rc != 0)
+        sn_exec_job_free(&w->job);
+    w->task.run = sn_plan_work_run;
+    w->task.done = sn_plan_work_done;
+    if (!sn_opt.plan_wait) {
+        if (sn_planner_submit(&w->task) != 0)
+            sn_core_plan_install(dev); /* (it ran here) */
+        return;
+    }
+    double t1 = sn_planner_now_ms();
+    w->task.next = NULL;
+    sn_plan_work_run(&w->task);
+    w->task.run_ms = sn_planner_now_ms() - t1;
+    sn_lock_take(&d->lock);
+    d->plan_blocked_ms += w->task.run_ms;
+    sn_lock_give(&d->lock);
+    sn_plan_work_done(&w->task);
+    sn_core_plan_install(dev);
+}
+
+/* A plan made (state READY): bound to the run under the registry's and
+ * the device's locks, and followed from the next call; or, when it could
+ * not be made, demand residency (auto's candidate that could not be made:
+ * its own choice again, and no more trials). */
+static void sn_core_plan_install(int dev)
+{
+    sn_device *d = &sn_devs[dev];
+    if (!sn_plan_take_ready(&d->plan_state))
+        return;
+    double t0 = sn_planner_now_ms();
+    sn_lock_take(&sn_reg_lock);
+    sn_lock_take(&d->lock);
+    sn_plan_work *w = d->plan_ready;
+    d->plan_ready = NULL;
+    int rank = w ? w->job.cfg.rank : 0;
+    int rc = w && d->trace ? sn_exec_install(&d->exec, &w->job, d->trace, &sn_reg) : -1;
+    int again = rc != 0 && rank > 0 && d->trace;
+    if (again) {
         d->plan_rank = 0;
-        rc = sn_exec_build(&d->exec, d->trace, &sn_reg, dev, sn_opt.policy, sn_opt.workspace, budget,
-                           st.granularity, !st.pool, 0);
         d->exec.trial.done = 1;
     }
     if (rc == 0 && d->exec.trial.n > 1)
         sn_info("device %d: candidate plan %d of %d%s (predicted %.3f ms per iteration)", dev, d->exec.trial.rank + 1,
                 d->exec.trial.n, d->exec.trial.done ? ", the fastest measured, kept" : ", to be measured",
                 d->exec.predicted_ms);
+    int to = again ? SN_PLAN_WANTED
+                   : rc != 0 ? SN_PLAN_DEMAND : d->trace->relearning ? SN_PLAN_ASIDE : SN_PLAN_FOLLOWED;
+    d->plan_blocked_ms += sn_planner_now_ms() - t0;
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
-    if (rc != 0)
+    sn_plan_work_free(w);
+    if (rc != 0 && !again)
         sn_info("device %d: no plan could be made for SN_POLICY=%s; demand residency only", dev,
                 sn_option_choice("SN_POLICY", sn_opt.policy));
-    /* (a plan asked for meanwhile, state 1, stays asked for) */
-    int ps = 2;
-    __atomic_compare_exchange_n(&d->plan_state, &ps, rc == 0 ? 3 : -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    /* (a plan asked for meanwhile, WANTED, stays asked for) */
+    sn_plan_installed(&d->plan_state, to);
+    if (again && sn_plan_claim(&d->plan_state))
+        sn_core_plan_claim(dev);
 }
 
 /* What the plan has due at one call: taken from the executor under the
@@ -1356,9 +1455,7 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
                 /* auto's candidates, measured in turn: the next one (or
                  * the fastest, at the end) is made at the next call */
                 int next = sn_exec_trial_next(&d->exec, due->timed, ms);
-                int ps = 3;
-                if (next >= 0 && __atomic_compare_exchange_n(&d->plan_state, &ps, 1, 0, __ATOMIC_ACQ_REL,
-                                                             __ATOMIC_ACQUIRE))
+                if (next >= 0 && sn_plan_next_trial(&d->plan_state))
                     d->plan_rank = next;
             }
         }
@@ -1482,7 +1579,7 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             pos = tr->run.position;
             time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
             /* the plan's step, in the trace's order */
-            if (managing && __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE) == 3) {
+            if (managing && sn_plan_state_get(&d->plan_state) == SN_PLAN_FOLLOWED) {
                 sn_core_plan_due_locked(d, pos, c, &due);
                 planned = 1;
             }
@@ -1494,9 +1591,11 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
      * moves memory). A call that cannot fit fails, as a real call out of
      * memory does. */
     if (managing) {
-        int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
-        if (ps == 1 && __atomic_compare_exchange_n(&d->plan_state, &ps, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            sn_core_plan_setup(c->dev);
+        int ps = sn_plan_state_get(&d->plan_state);
+        if (ps == SN_PLAN_WANTED && sn_plan_claim(&d->plan_state))
+            sn_core_plan_claim(c->dev);
+        else if (ps == SN_PLAN_READY)
+            sn_core_plan_install(c->dev);
         else if (planned && (due.start || due.note || due.nout || due.nin || due.sync ||
                                (!due.gathered && sn_arena_leaving(sn_arena_of(c->dev)))))
             sn_core_plan_moves(c->dev, pos, c->stream, &due);
@@ -1808,8 +1907,8 @@ static void sn_finish(int cuda_usable)
         /* and the iterations whose time was not known yet when the next
          * one started */
         sn_device *d = &sn_devs[dev];
-        int ps = __atomic_load_n(&d->plan_state, __ATOMIC_ACQUIRE);
-        if (ps != 3 && ps != 4)
+        int ps = sn_plan_state_get(&d->plan_state);
+        if (ps != SN_PLAN_FOLLOWED && ps != SN_PLAN_ASIDE)
             continue;
         uint64_t it[SN_PLAN_ITER_STATS];
         void *from[SN_PLAN_ITER_STATS], *to[SN_PLAN_ITER_STATS];
@@ -1896,6 +1995,11 @@ static void sn_finish(int cuda_usable)
                     }
                     ms->plans = ex->plans;
                 }
+                ms->plan_host_ms = sn_devs[dev].plan_host_ms;
+                ms->plan_blocked_ms = sn_devs[dev].plan_blocked_ms;
+                ms->plan_waited = sn_opt.plan_wait;
+                int pst = sn_plan_state_get(&sn_devs[dev].plan_state);
+                ms->plan_unfinished = pst == SN_PLAN_MAKING || pst == SN_PLAN_READY;
                 ms->plan_off_steps = tr->run.off_sequence;
                 ms->relearn_begun = tr->relearn_begun;
                 ms->relearned = tr->relearned;

@@ -22,6 +22,10 @@ jobs=${SN_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "run_tests.sh: SN_TEST_JOBS must be a positive integer, not '$jobs'" >&2; exit 2; }
 # Tests must not inherit a user's simulated-device or libsn settings.
 for v in $(env | grep -oE '^(SIMGPU|SN)_[A-Z0-9_]+' | grep -v '^SN_TEST_'); do unset "$v"; done
+# Plans are made on the framework's thread (SN_PLAN_WAIT=1): each then starts at the
+# same call in every run, so the simulated timings tests compare are
+# reproducible. tests/test_sn_planning.sh runs the default, a planning thread.
+export SN_PLAN_WAIT=1
 
 # Some tests expect a process to die of SIGSEGV (an illegal address): the
 # sanitizers must leave that signal alone.

@@ -158,6 +158,11 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
         fprintf(f, "  learned anew       %llu times of %llu begun (the run stayed off the learned iteration; a "
                    "new profile, and a new plan, each time)\n",
                 (unsigned long long)s->relearned, (unsigned long long)s->relearn_begun);
+    if (s->plan_host_ms > 0 || s->plan_unfinished)
+        fprintf(f, "  planning           %.0f ms of host time, %.0f ms of it on the framework's threads (%s)%s\n",
+                s->plan_host_ms, s->plan_blocked_ms,
+                s->plan_waited ? "SN_PLAN_WAIT=1: they waited" : "on libsn's planning thread",
+                s->plan_unfinished ? "; a plan was still being made at exit" : "");
     if (!s->has_plan) {
         fprintf(f, "  plan               none: demand residency only (SN_POLICY=lru, or no iteration learned)\n");
         return;
@@ -528,6 +533,9 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->algo_searches, (unsigned long long)s->algo_search_failed,
             (unsigned long long)s->search_peak, (unsigned long long)s->scratch_peak,
             (unsigned long long)s->relearn_begun, (unsigned long long)s->relearned);
+    fprintf(f, "\"planning\":{\"host_ms\":%.3f,\"blocked_ms\":%.3f,\"waited\":%s,\"unfinished\":%s},",
+            s->plan_host_ms, s->plan_blocked_ms, s->plan_waited ? "true" : "false",
+            s->plan_unfinished ? "true" : "false");
     if (s->has_plan) {
         fprintf(f, "\"plan\":{\"policy\":\"%s\",\"framework_liveness\":%d,\"iterations\":%llu,\"predicted_ms\":%.6f,"
                    "\"bound_ms\":%.6f,\"bound_compute_ms\":%.6f,\"bound_stall_ms\":%.6f,\"bound_window\":[%d,%d],"

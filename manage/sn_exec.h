@@ -35,8 +35,8 @@
  * plan (demand residency only) until the tracer places a call again, which
  * it does from an iteration's first step: the plan resumes there, what was
  * passed meanwhile left to demand. When the tracer learns the iteration
- * anew (a batch size changed), the core makes a new plan with
- * sn_exec_build on the same sn_exec: the counts of the run go on.
+ * anew (a batch size changed), the manager makes a new plan on the same
+ * sn_exec: the counts of the run go on.
  */
 #ifndef SN_EXEC_H
 #define SN_EXEC_H
@@ -47,6 +47,8 @@
 #include "common/sn_stats.h"
 #include "core/sn_registry.h"
 #include "policy/sn_plan.h"
+#include "tracer/sn_model.h"
+#include "tracer/sn_planmodel.h"
 #include "tracer/sn_trace.h"
 
 /* auto's trials: the candidates of the model keeping the framework's
@@ -114,8 +116,8 @@ typedef struct sn_exec {
     char *conv_supply;
     int algo_steps, algo_up, algo_down; /* steps with a choice; planned faster, slower */
     int algo_framework;     /* auto: the plan keeping the framework's algorithms predicted better */
-    uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed; /* the run's (kept by sn_exec_build) */
-    /* auto's candidates measured (kept by sn_exec_build): each is followed
+    uint64_t algo_calls, algo_scratch_calls, algo_kept, algo_failed; /* the run's (kept by sn_exec_install) */
+    /* auto's candidates measured (kept by sn_exec_install): each is followed
      * from iteration start `from` until its iteration time settles, then
      * the fastest measured is made again and kept */
     struct sn_exec_trials {
@@ -128,7 +130,7 @@ typedef struct sn_exec {
         double prev_ms;
         double ms[SN_EXEC_TRIALS], pred[SN_EXEC_TRIALS]; /* measured (-1: not yet), predicted */
     } trial;
-    /* the whole run, every plan made (kept by sn_exec_build) */
+    /* the whole run, every plan made (kept by sn_exec_install) */
     uint64_t plans;          /* plans made */
     uint64_t iterations_all; /* iterations a plan was followed in */
     uint64_t left;           /* times the run left the learned sequence */
@@ -136,21 +138,54 @@ typedef struct sn_exec {
     uint64_t skipped_unbound;  /* moves not started: not bound, or past what one call starts */
 } sn_exec;
 
-/* Makes the plan of the iteration trace t has learned (t following it) for
- * device dev under budget bytes, and binds its tensors to the arena blocks
- * the registry knows; a plan ex held before is freed, the run's counts
- * kept. ex is zeroed (or built before) by the caller. The caller holds the
- * registry's and the device's locks (the trace's log is read), and ex's.
- * Returns 0 with ex active, -1 when no plan could be made (ex inactive:
- * demand residency only). granule: the arena's physical granule (0: sizes
- * as asked). vmm_arena: the arena maps and unmaps VMM memory (the timeline
- * then unmaps what left once its copy is done, charges a gathered plan's
- * sync steps a wait for the copies in flight and holds libsn's scratch
- * mapped; sn_exec.c says why). rank: -1 for the first plan of an
- * iteration learned (auto's candidates are then measured in turn), else
- * which of auto's candidates to follow. */
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule, int vmm_arena, int rank);
+/* Making a plan, in three parts so that only the cheap ones hold the
+ * framework (manage/sn_planner.h runs the middle one on libsn's thread):
+ *
+ *   sn_exec_prepare  under the registry's and the device's locks (the
+ *                    trace's log is read): the models of the iteration
+ *                    trace t has learned, the job's own copies;
+ *   sn_exec_plan_job no lock, any thread: the policy's plan (SN_POLICY)
+ *                    under cfg.budget bytes, and auto's alternatives;
+ *   sn_exec_install  under the same locks as prepare: the plan bound to
+ *                    the run (positions, algorithms measured, the arena
+ *                    blocks the registry knows) replaces the one ex held,
+ *                    the run's counts kept. Returns 0 with ex active, -1
+ *                    when no plan could be made (ex inactive: demand
+ *                    residency only). The job is freed either way.
+ *
+ * granule: the arena's physical granule (0: sizes as asked). vmm_arena:
+ * the arena maps and unmaps VMM memory (the timeline then unmaps what left
+ * once its copy is done, charges a gathered plan's sync steps a wait for
+ * the copies in flight and holds libsn's scratch mapped; sn_exec.c says
+ * why). rank: -1 for the first plan of an iteration learned (auto's
+ * candidates are then measured in turn), else which of auto's candidates
+ * to follow. */
+typedef struct sn_exec_job_cfg {
+    int dev, policy, workspace, rank, vmm_arena;
+    uint64_t budget, granule;
+} sn_exec_job_cfg;
+
+typedef struct sn_exec_job {
+    sn_exec_job_cfg cfg;
+    int fresh, rank;               /* a first plan; the candidate's rank */
+    int rank_fw, frank, demand;    /* the candidate's model and rank there */
+    int have_m, have_pm, have_km, try_km;
+    sn_model m;
+    sn_plan_model pm, km;          /* choosing algorithms; keeping the framework's */
+    sn_planmodel_store ps, ks;
+    double *fw_ms;                 /* per step: its time with the framework's algorithm */
+    /* made by sn_exec_plan_job */
+    int made, switched, nopt, options;
+    double opt_ms[SN_PLAN_TRIALS];
+    sn_plan plan;
+    sn_plan_bound limit;
+} sn_exec_job;
+
+int sn_exec_prepare(const sn_exec *ex, const sn_trace *t, const sn_exec_job_cfg *cfg, sn_exec_job *job);
+void sn_exec_plan_job(sn_exec_job *job);
+int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, sn_registry *reg);
+/* Frees what a job holds (one prepared and never installed). */
+void sn_exec_job_free(sn_exec_job *job);
 
 /* Iteration `iteration` (numbered by the start it began at) took ms on the
  * device. While auto's candidate plans are measured, returns the rank of

@@ -3,7 +3,7 @@
  * iteration is learned, then consulted at every call on the sequence for
  * the moves due and for the algorithm a convolution runs.
  */
-#include "core/sn_exec.h"
+#include "manage/sn_exec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -469,127 +469,168 @@ static void sn_exec_trials_init(sn_exec *ex, int switched, int nopt, const doubl
     }
 }
 
-int sn_exec_build(sn_exec *ex, const sn_trace *t, sn_registry *reg, int dev, int policy, int workspace,
-                  uint64_t budget, uint64_t granule, int vmm_arena, int rank)
+/* What a plan is made from, taken under the locks the trace needs (see
+ * sn_exec.h): the models of the iteration, each fitted to the arena's
+ * granules, and which of auto's candidates is wanted. Cheap (tens of ms
+ * for ResNet-101 b128, against seconds for the plan itself). */
+int sn_exec_prepare(const sn_exec *ex, const sn_trace *t, const sn_exec_job_cfg *cfg, sn_exec_job *job)
 {
-    /* -1: a first plan for the iteration learned, whose candidates are
-     * then measured; else the candidate of that rank */
-    int fresh = rank < 0;
-    if (fresh)
-        rank = 0;
-    sn_exec_free(ex);
-    ex->policy = policy;
-    ex->workspace = workspace;
-    ex->last_pos = -1;
-    sn_model m;
-    if (sn_model_build(t, &m) != 0)
+    memset(job, 0, sizeof *job);
+    job->cfg = *cfg;
+    job->fresh = cfg->rank < 0;
+    job->rank = job->fresh ? 0 : cfg->rank;
+    if (sn_model_build(t, &job->m) != 0)
         return -1;
-    int rc = -1;
-    sn_plan_model pm;
-    sn_planmodel_store ps;
-    sn_planmodel_link keep = {0, 0, workspace == SN_WORKSPACE_KEEP};
-    if (!m.found || sn_planmodel_build(t, &m, &keep, &pm, &ps) != 0) {
-        sn_model_free(&m);
+    job->have_m = 1;
+    sn_planmodel_link keep = {0, 0, cfg->workspace == SN_WORKSPACE_KEEP};
+    if (!job->m.found || sn_planmodel_build(t, &job->m, &keep, &job->pm, &job->ps) != 0)
         return -1;
-    }
-    sn_exec_fit_to_arena(&ps, &pm, granule, vmm_arena);
-    ex->plan_budget = budget;
-    ex->nsteps = pm.nsteps;
-    (void)sn_plan_bound_of(&pm, budget, &ex->limit); /* (ms 0 when it cannot be had) */
-    double *fw_ms = malloc(((size_t)pm.nsteps + 1) * sizeof *fw_ms);
-    if (fw_ms)
-        sn_exec_restrict(&pm, &ps, workspace, fw_ms);
+    job->have_pm = 1;
+    sn_exec_fit_to_arena(&job->ps, &job->pm, cfg->granule, cfg->vmm_arena);
+    job->fw_ms = malloc(((size_t)job->pm.nsteps + 1) * sizeof *job->fw_ms);
+    if (!job->fw_ms)
+        return -1;
+    sn_exec_restrict(&job->pm, &job->ps, cfg->workspace, job->fw_ms);
     /* a candidate after the first names its model and its rank there: on
      * the model keeping the framework's algorithms, it is made below */
-    int rank_fw = 0, frank = rank, demand = 0;
-    if (!fresh && rank < ex->trial.n && rank < SN_EXEC_TRIALS) {
-        rank_fw = ex->trial.model[rank] == SN_TRIAL_FRAMEWORK;
-        demand = ex->trial.model[rank] == SN_TRIAL_DEMAND;
-        frank = ex->trial.frank[rank];
+    job->frank = job->rank;
+    if (!job->fresh && job->rank < ex->trial.n && job->rank < SN_EXEC_TRIALS) {
+        job->rank_fw = ex->trial.model[job->rank] == SN_TRIAL_FRAMEWORK;
+        job->demand = ex->trial.model[job->rank] == SN_TRIAL_DEMAND;
+        job->frank = ex->trial.frank[job->rank];
     }
-    const sn_plan_trials_cfg cfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};
-    int made = fw_ms && (rank_fw || sn_plan_make_ranked(&pm, policy, budget, &cfg, frank, &ex->plan) == 0);
-    int options = ps.options;
-    /* the candidates of the model choosing algorithms (a first plan's) */
-    int nopt = made ? ex->plan.ncandidates : 0;
-    double opt_ms[SN_PLAN_TRIALS];
-    for (int r = 0; r < SN_PLAN_TRIALS; r++)
-        opt_ms[r] = made && r < nopt ? ex->plan.candidate_ms[r] : -1;
-    int switched = 0;
-    if (made && policy == SN_POLICY_AUTO && workspace == SN_WORKSPACE_AUTO &&
-        (ps.options > 0 || ps.virtual_ws > 0) && (fresh || rank_fw)) {
-        /* auto's own safety net for the algorithms: the best plan that
-         * keeps the framework's algorithms and buffers (as keep runs),
-         * followed instead when it is predicted better */
-        sn_plan_model km;
-        sn_planmodel_store ks;
-        sn_plan kp;
+    /* auto's own safety net for the algorithms: the model that keeps the
+     * framework's algorithms and buffers (as keep runs), planned too */
+    if (cfg->policy == SN_POLICY_AUTO && cfg->workspace == SN_WORKSPACE_AUTO &&
+        (job->ps.options > 0 || job->ps.virtual_ws > 0) && (job->fresh || job->rank_fw)) {
+        job->try_km = 1;
         keep.framework_only = 1;
-        if (sn_planmodel_build(t, &m, &keep, &km, &ks) == 0) {
-            sn_exec_fit_to_arena(&ks, &km, granule, vmm_arena);
-            if (sn_plan_make_ranked(&km, policy, budget, &cfg, rank_fw ? frank : 0, &kp) == 0) {
-                const sn_plan_timeline *a = &kp.predicted, *b = &ex->plan.predicted;
-                /* between plans that do not fit, auto's own ranking
-                 * (by memory) already chose among the framework's
-                 * algorithms and the others */
-                if (rank_fw || (a->feasible && (!b->feasible || a->iter_ms < b->iter_ms))) {
-                    sn_plan_free(&ex->plan);
-                    ex->plan = kp;
-                    kp = (sn_plan){0};
-                    sn_planmodel_free(&ps);
-                    pm = km;
-                    ps = ks;
-                    ks = (sn_planmodel_store){0};
-                    for (int s = 0; s < pm.nsteps; s++)
-                        fw_ms[s] = pm.step[s].ms;
-                    ex->algo_framework = 1;
-                    switched = 1;
-                }
-                sn_plan_free(&kp);
-            }
-            sn_planmodel_free(&ks);
+        if (sn_planmodel_build(t, &job->m, &keep, &job->km, &job->ks) == 0) {
+            sn_exec_fit_to_arena(&job->ks, &job->km, cfg->granule, cfg->vmm_arena);
+            job->have_km = 1;
         }
-        if (rank_fw && !switched)
+    }
+    return 0;
+}
+
+/* The plan itself: pure work on the job's own models, no lock held. */
+void sn_exec_plan_job(sn_exec_job *job)
+{
+    if (!job->have_pm || !job->fw_ms)
+        return;
+    const sn_exec_job_cfg *cfg = &job->cfg;
+    (void)sn_plan_bound_of(&job->pm, cfg->budget, &job->limit); /* (ms 0 when it cannot be had) */
+    const sn_plan_trials_cfg tcfg = {sn_opt.candidates, sn_opt.candidate_slack / 100.0};
+    int made = job->rank_fw || sn_plan_make_ranked(&job->pm, cfg->policy, cfg->budget, &tcfg, job->frank, &job->plan) == 0;
+    job->options = job->ps.options;
+    /* the candidates of the model choosing algorithms (a first plan's) */
+    job->nopt = made ? job->plan.ncandidates : 0;
+    for (int r = 0; r < SN_PLAN_TRIALS; r++)
+        job->opt_ms[r] = made && r < job->nopt ? job->plan.candidate_ms[r] : -1;
+    if (made && job->try_km) {
+        /* followed instead when it is predicted better */
+        sn_plan kp;
+        if (job->have_km && sn_plan_make_ranked(&job->km, cfg->policy, cfg->budget, &tcfg, job->rank_fw ? job->frank : 0, &kp) == 0) {
+            const sn_plan_timeline *a = &kp.predicted, *b = &job->plan.predicted;
+            /* between plans that do not fit, auto's own ranking (by
+             * memory) already chose among the framework's algorithms and
+             * the others */
+            if (job->rank_fw || (a->feasible && (!b->feasible || a->iter_ms < b->iter_ms))) {
+                sn_plan_free(&job->plan);
+                job->plan = kp;
+                kp = (sn_plan){0};
+                sn_planmodel_free(&job->ps);
+                job->pm = job->km;
+                job->ps = job->ks;
+                job->ks = (sn_planmodel_store){0};
+                job->have_km = 0;
+                for (int s = 0; s < job->pm.nsteps; s++)
+                    job->fw_ms[s] = job->pm.step[s].ms;
+                job->switched = 1;
+            }
+            sn_plan_free(&kp);
+        }
+        if (job->rank_fw && !job->switched)
             made = 0;
     }
-    if (made && demand)
-        sn_exec_plan_empty(&ex->plan, &pm);
-    ex->block = calloc((size_t)pm.ntensors + 1, sizeof *ex->block);
-    if (ex->block && made && sn_exec_positions(ex, &m, &ps) == 0 && sn_exec_index(ex) == 0 &&
-        sn_exec_convs(ex, t, &m, &pm, &ps, fw_ms) == 0) {
-        ex->algo_steps = options;
+    if (made && job->demand)
+        sn_exec_plan_empty(&job->plan, &job->pm);
+    job->made = made;
+}
+
+void sn_exec_job_free(sn_exec_job *job)
+{
+    free(job->fw_ms);
+    sn_plan_free(&job->plan);
+    if (job->have_km)
+        sn_planmodel_free(&job->ks);
+    if (job->have_pm)
+        sn_planmodel_free(&job->ps);
+    if (job->have_m)
+        sn_model_free(&job->m);
+    memset(job, 0, sizeof *job);
+}
+
+/* The plan made, bound to the run: positions in the trace's sequence,
+ * the algorithms measured, the registry's blocks. Under the locks the
+ * trace and the registry need; the plan ex held before is freed here (the
+ * run's counts kept), not earlier, so that nothing the run reads changes
+ * while the job is planned. */
+int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, sn_registry *reg)
+{
+    const sn_exec_job_cfg *cfg = &job->cfg;
+    int dev = cfg->dev;
+    sn_exec_free(ex);
+    ex->policy = cfg->policy;
+    ex->workspace = cfg->workspace;
+    ex->last_pos = -1;
+    if (!job->have_pm)
+        return -1;
+    ex->plan_budget = cfg->budget;
+    ex->nsteps = job->pm.nsteps;
+    ex->limit = job->limit;
+    ex->algo_framework = job->switched;
+    int rc = -1;
+    sn_plan_model *pm = &job->pm;
+    sn_planmodel_store *ps = &job->ps;
+    ex->block = calloc((size_t)pm->ntensors + 1, sizeof *ex->block);
+    if (ex->block && job->made) {
+        ex->plan = job->plan;
+        job->plan = (sn_plan){0};
+    }
+    if (ex->block && job->made && sn_exec_positions(ex, &job->m, ps) == 0 && sn_exec_index(ex) == 0 &&
+        sn_exec_convs(ex, t, &job->m, pm, ps, job->fw_ms) == 0) {
+        ex->algo_steps = job->options;
         sn_exec_stretches(ex);
-        sn_exec_bind(ex, &ps, &pm, reg, dev);
-        sn_exec_curves(ex, &m, &ps, &pm);
-        ex->granule = granule;
-        ex->plan_tensor_bytes = malloc(((size_t)pm.ntensors + 1) * sizeof *ex->plan_tensor_bytes);
-        if (ex->plan_tensor_bytes && sn_exec_births(ex, &ps, &pm) == 0) {
-            for (int k = 0; k < pm.ntensors; k++)
-                ex->plan_tensor_bytes[k] = pm.tensor[k].bytes;
+        sn_exec_bind(ex, ps, pm, reg, dev);
+        sn_exec_curves(ex, &job->m, ps, pm);
+        ex->granule = cfg->granule;
+        ex->plan_tensor_bytes = malloc(((size_t)pm->ntensors + 1) * sizeof *ex->plan_tensor_bytes);
+        if (ex->plan_tensor_bytes && sn_exec_births(ex, ps, pm) == 0) {
+            for (int k = 0; k < pm->ntensors; k++)
+                ex->plan_tensor_bytes[k] = pm->tensor[k].bytes;
         } else {
             free(ex->born_off);
             ex->born_off = NULL;
         }
         ex->predicted_ms = ex->plan.predicted.feasible ? ex->plan.predicted.iter_ms : -1;
         ex->active = 1;
-        if (fresh)
-            sn_exec_trials_init(ex, switched, nopt, opt_ms);
-        ex->trial.rank = rank;
+        if (job->fresh)
+            sn_exec_trials_init(ex, job->switched, job->nopt, job->opt_ms);
+        ex->trial.rank = job->rank;
         ex->trial.from = ex->boundaries;
         ex->plans++;
         rc = 0;
         sn_info("device %d: plan of %s for %d steps under %llu bytes: %d moves; %d tensors bound, %d left to "
                 "demand; %d convolutions run another algorithm (%d faster, %d with less workspace)%s; predicted "
                 "%.3f ms per iteration%s",
-                dev, sn_option_choice("SN_POLICY", policy), pm.nsteps, (unsigned long long)budget,
+                dev, sn_option_choice("SN_POLICY", cfg->policy), pm->nsteps, (unsigned long long)cfg->budget,
                 ex->plan.nactions, ex->bound, ex->unbound, ex->algo_up + ex->algo_down, ex->algo_up,
                 ex->algo_down, ex->algo_framework ? " (the framework's algorithms predicted best)" : "",
                 ex->plan.predicted.iter_ms,
                 ex->plan.predicted.feasible ? "" : " (not feasible as planned: demand makes up for it)");
     }
-    free(fw_ms);
-    sn_planmodel_free(&ps);
-    sn_model_free(&m);
+    sn_exec_job_free(job);
     if (rc != 0)
         sn_exec_free(ex);
     return rc;
