@@ -20,6 +20,8 @@
 #   policies_12gb.md      networks larger than a 12 GB GPU under every policy, against
 #                         unlimited memory; largest batch, deepest ResNet
 #                         (bench/policy_fullsize.sh)
+#   planning.md           how long planning holds the framework, on libsn's thread
+#                         and with SN_PLAN_WAIT=1 (bench/planning_bench.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 set -u
@@ -192,4 +194,9 @@ fi
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
     BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md"
     BUILD=$BUILD OUT=$OUT bench/policy_fullsize.sh >/dev/null && echo "wrote $OUT/policies_12gb.md"
+fi
+
+# Planning off the framework's thread: how long it holds the framework.
+if [ -f "$PWD/$BUILD/libsn.so" ]; then
+    BUILD=$BUILD bench/planning_bench.sh "$OUT/planning.md" && echo "wrote $OUT/planning.md"
 fi
