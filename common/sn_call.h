@@ -27,6 +27,10 @@ enum sn_op {
     SN_OP_COUNT
 };
 
+/* A convolution's cuDNN handle and descriptors (defined where cuDNN's
+ * types are known: core/sn_convsearch.h). */
+typedef struct sn_conv_geom sn_conv_geom;
+
 typedef struct sn_range {
     uintptr_t addr;
     uint64_t bytes;
@@ -68,6 +72,7 @@ typedef struct sn_call {
                                 what the algorithms measured for it are cached under */
     double flops;            /* arithmetic, when known (for reports) */
     void *lib_handle;        /* the cuDNN or cuBLAS handle the call is on, NULL if none */
+    const sn_conv_geom *geom; /* a convolution's handle and descriptors (core/sn_convsearch.h), else NULL */
 } sn_call;
 
 /* One step of the hashes of parameters and signatures: cheap (a multiply
@@ -96,6 +101,7 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->conf = 0;
     c->flops = 0;
     c->lib_handle = NULL;
+    c->geom = NULL;
 }
 
 /* Adds a range; empty ranges and NULL pointers are ignored. A range that

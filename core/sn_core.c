@@ -26,6 +26,7 @@
 #include "allocator/sn_arena.h"
 #include "common/sn_array.h"
 #include "core/sn_access.h"
+#include "core/sn_convsearch.h"
 #include "manage/sn_exec.h"
 #include "manage/sn_plan_state.h"
 #include "manage/sn_planner.h"
@@ -1128,7 +1129,12 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
     return sn_core_make_resident(c, t, u, pos, 0, 0);
 }
 
-int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
+/* The plan's algorithm failed where the framework's would run (a call
+ * the search did not foresee): the call's own memory, its workspace
+ * included, is made resident instead and the plan keeps the framework's
+ * algorithm for that step from now on. Returns 0 when the call may be
+ * forwarded again as the framework made it. */
+static int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
 {
     if (t->conv_algo < 0 || !sn_managing() || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return -1;
@@ -1330,6 +1336,21 @@ static void sn_core_plan_claim(int dev)
     sn_core_plan_install(dev);
 }
 
+/* The managed allocations of device dev the plan may bind to, by trace
+ * id (never NULL but when out of memory). The caller holds the registry's
+ * lock. */
+static sn_exec_known *sn_core_known_locked(int dev, size_t *n)
+{
+    sn_exec_known *known = malloc((sn_reg.count + 1) * sizeof *known);
+    *n = 0;
+    for (size_t i = 0; known && i < sn_reg.count; i++) {
+        const sn_alloc *a = sn_reg.sorted[i];
+        if (a->managed && a->dev == dev && a->trace_id != SN_NO_TRACE_ID)
+            known[(*n)++] = (sn_exec_known){a->trace_id, sn_arena_alloc_block(a->managed)};
+    }
+    return known;
+}
+
 /* A plan made (state READY): bound to the run under the registry's and
  * the device's locks, and followed from the next call; or, when it could
  * not be made, demand residency (auto's candidate that could not be made:
@@ -1345,7 +1366,10 @@ static void sn_core_plan_install(int dev)
     sn_plan_work *w = d->plan_ready;
     d->plan_ready = NULL;
     int rank = w ? w->job.cfg.rank : 0;
-    int rc = w && d->trace ? sn_exec_install(&d->exec, &w->job, d->trace, &sn_reg) : -1;
+    size_t nknown = 0;
+    sn_exec_known *known = w ? sn_core_known_locked(dev, &nknown) : NULL;
+    int rc = w && d->trace && known ? sn_exec_install(&d->exec, &w->job, d->trace, known, nknown) : -1;
+    free(known);
     int again = rc != 0 && rank > 0 && d->trace;
     if (again) {
         d->plan_rank = 0;
@@ -1688,6 +1712,21 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
         sn_event_put_locked(d, t->stop);
     }
     sn_lock_give(&d->lock);
+}
+
+int sn_core_call(sn_call *c, sn_forward_fn forward, void *args)
+{
+    sn_step_token t;
+    if (sn_core_call_begin(c, &t) != 0)
+        return SN_CORE_NOMEM;
+    const sn_subst subst = {t.conv_algo, t.conv_ws_set, t.conv_ws, t.conv_ws_bytes};
+    int ok = forward(args, t.conv_algo >= 0 ? &subst : NULL);
+    if (!ok && t.conv_algo >= 0 && sn_core_conv_fallback(c, &t) == 0)
+        ok = forward(args, NULL);
+    sn_core_call_end(c, &t, ok);
+    if (t.measure)
+        sn_conv_search(c, ok);
+    return 0;
 }
 
 /* Reads the timings of the pending steps the host has waited for: taken

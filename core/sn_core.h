@@ -78,8 +78,8 @@ typedef struct sn_step_token {
     sn_arena_ticket held;  /* manage mode: what the call pinned resident */
     sn_arena_ticket peer_held; /* the same on another device (a peer copy) */
     uint64_t peer_need;
-    /* convolutions (manage mode, SN_WORKSPACE auto or min) */
-    int measure;             /* the wrapper is to measure the call's configuration after it */
+    /* convolutions (manage mode, SN_WORKSPACE auto or min; sn_core_call) */
+    int measure;             /* the call's configuration is to be measured after it */
     int conv_algo;           /* >= 0: forward the call with this algorithm instead */
     int conv_ws_set;         /* and with this workspace instead of its own (NULL: none) */
     void *conv_ws;
@@ -94,28 +94,26 @@ typedef struct sn_step_token {
 int sn_core_call_begin(sn_call *c, sn_step_token *t);
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
 
-/* Convolution algorithms. A call whose token says measure has its
- * configuration (sn_call.conf) measured by the wrapper once it has
- * returned, outside the step's timing and with no libsn lock held: the
- * search's operands and workspace come from libsn's scratch
- * (search_begin: *addr, resident and pinned until search_end, which gives
- * them back; 0 when the budget cannot hold bytes), and what was measured
- * is handed over with conv_measured (n < 0: nothing was tried, the next
- * call of the configuration tries again; n = 0: nothing could be
- * measured). */
-int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t);
-/* The memory the budget could give a search now (0 when manage mode does
- * not run on dev): under SN_POLICY=auto evicting what may leave, else
- * what is free (a search larger than that would evict). */
-uint64_t sn_core_search_room(int dev);
-/* The plan's algorithm failed where the framework's would run (a call
- * the search did not foresee): the call's own memory, its workspace
- * included, is made resident instead and the plan keeps the framework's
- * algorithm for that step from now on. Returns 0 when the wrapper may
- * forward the call again as the framework made it. */
-int sn_core_conv_fallback(sn_call *c, sn_step_token *t);
-void sn_core_search_end(int dev, void *stream, sn_arena_ticket *t);
-void sn_core_conv_measured(int dev, uint64_t conf, const sn_trace_algo *a, int n);
+/* A call libsn may change before it runs: a convolution, which manage
+ * mode may run with the algorithm its plan chose and libsn's workspace.
+ * The core makes the real call itself, through forward(args, subst): subst
+ * NULL means as the framework made it, else with subst's algorithm (and
+ * workspace when ws_set). forward returns 1 when the real call succeeded.
+ * Should the plan's choice fail where the framework's may run, the core
+ * forwards the call again as the framework made it; a convolution
+ * configuration seen for the first time while profiling is measured after
+ * the call (core/sn_convsearch.h; c->geom names its descriptors). Returns
+ * 0 when forwarded (the status is the wrapper's, in args), or
+ * SN_CORE_NOMEM as sn_core_call_begin. One crossing each way: the wrapper
+ * describes and hands over, the core forwards. */
+typedef struct sn_subst {
+    int algo;
+    int ws_set;
+    void *ws;
+    uint64_t ws_bytes;
+} sn_subst;
+typedef int (*sn_forward_fn)(void *args, const sn_subst *subst);
+int sn_core_call(sn_call *c, sn_forward_fn forward, void *args);
 
 /* The host has waited for stream (or, all_streams, the whole device):
  * timings of steps recorded there can be read without blocking. */

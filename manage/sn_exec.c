@@ -23,10 +23,10 @@ typedef struct sn_exec_id {
     UT_hash_handle hh;
 } sn_exec_id;
 
-/* Plan tensors by trace id, then the registry's allocations looked up in
- * it: one pass over each. */
+/* Plan tensors by trace id, then the allocations the run knows looked up
+ * in it: one pass over each. */
 static void sn_exec_bind(sn_exec *ex, const sn_planmodel_store *ps, const sn_plan_model *pm,
-                         sn_registry *reg, int dev)
+                         const sn_exec_known *known, size_t nknown)
 {
     sn_exec_id *ids = calloc((size_t)pm->ntensors, sizeof *ids), *by_id = NULL;
     if (!ids)
@@ -41,14 +41,11 @@ static void sn_exec_bind(sn_exec *ex, const sn_planmodel_store *ps, const sn_pla
         if (!dup)
             HASH_ADD(hh, by_id, trace_id, sizeof ids[k].trace_id, &ids[k]);
     }
-    for (size_t i = 0; i < reg->count; i++) {
-        const sn_alloc *a = reg->sorted[i];
-        if (!a->managed || a->dev != dev || a->trace_id == SN_NO_TRACE_ID)
-            continue;
+    for (size_t i = 0; i < nknown; i++) {
         sn_exec_id *hit = NULL;
-        HASH_FIND(hh, by_id, &a->trace_id, sizeof a->trace_id, hit);
+        HASH_FIND(hh, by_id, &known[i].trace_id, sizeof known[i].trace_id, hit);
         if (hit)
-            ex->block[hit->tensor] = sn_arena_alloc_block(a->managed);
+            ex->block[hit->tensor] = known[i].block;
     }
     HASH_CLEAR(hh, by_id);
     free(ids);
@@ -576,7 +573,8 @@ void sn_exec_job_free(sn_exec_job *job)
  * trace and the registry need; the plan ex held before is freed here (the
  * run's counts kept), not earlier, so that nothing the run reads changes
  * while the job is planned. */
-int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, sn_registry *reg)
+int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, const sn_exec_known *known,
+                    size_t nknown)
 {
     const sn_exec_job_cfg *cfg = &job->cfg;
     int dev = cfg->dev;
@@ -602,7 +600,7 @@ int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, sn_registr
         sn_exec_convs(ex, t, &job->m, pm, ps, job->fw_ms) == 0) {
         ex->algo_steps = job->options;
         sn_exec_stretches(ex);
-        sn_exec_bind(ex, ps, pm, reg, dev);
+        sn_exec_bind(ex, ps, pm, known, nknown);
         sn_exec_curves(ex, &job->m, ps, pm);
         ex->granule = cfg->granule;
         ex->plan_tensor_bytes = malloc(((size_t)pm->ntensors + 1) * sizeof *ex->plan_tensor_bytes);

@@ -45,7 +45,6 @@
 #include <stdint.h>
 
 #include "common/sn_stats.h"
-#include "core/sn_registry.h"
 #include "policy/sn_plan.h"
 #include "tracer/sn_model.h"
 #include "tracer/sn_planmodel.h"
@@ -148,7 +147,7 @@ typedef struct sn_exec {
  *                    under cfg.budget bytes, and auto's alternatives;
  *   sn_exec_install  under the same locks as prepare: the plan bound to
  *                    the run (positions, algorithms measured, the arena
- *                    blocks the registry knows) replaces the one ex held,
+ *                    blocks of the allocations known) replaces the one ex held,
  *                    the run's counts kept. Returns 0 with ex active, -1
  *                    when no plan could be made (ex inactive: demand
  *                    residency only). The job is freed either way.
@@ -183,7 +182,14 @@ typedef struct sn_exec_job {
 
 int sn_exec_prepare(const sn_exec *ex, const sn_trace *t, const sn_exec_job_cfg *cfg, sn_exec_job *job);
 void sn_exec_plan_job(sn_exec_job *job);
-int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, sn_registry *reg);
+/* The run's allocations the plan may name: the arena block of each
+ * managed allocation of the device, by its trace id. */
+typedef struct sn_exec_known {
+    uint32_t trace_id;
+    void *block;
+} sn_exec_known;
+int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, const sn_exec_known *known,
+                    size_t nknown);
 /* Frees what a job holds (one prepared and never installed). */
 void sn_exec_job_free(sn_exec_job *job);
 

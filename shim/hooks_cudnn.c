@@ -7,7 +7,7 @@
  * FindEx calls run the convolution on the buffers they are given, so they
  * touch them exactly like the convolution would.
  */
-#include "shim/sn_convsearch.h"
+#include "core/sn_convsearch.h"
 #include "shim/sn_describe.h"
 #include "shim/sn_wrap.h"
 
@@ -80,37 +80,49 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
 
 #define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 
-/* A convolution: forwarded with the algorithm (and workspace) the plan
- * chose when manage mode follows one (the token says so), and again as
- * the framework made it should that fail; a configuration seen for the
- * first time while profiling is measured after the call (sn_convsearch.h). */
-#define SN_DNN_CONV_END(algo_t, algo_v, ws_v, bytes_v, geom, args)             \
+/* A convolution: the core forwards it (sn_core_call), with the algorithm
+ * and workspace manage mode's plan chose or as the framework made it. The
+ * three directions share one shape: the arguments in a struct, and one
+ * function that makes the real call from it. */
+#define SN_DNN_CONV_FORWARD(name, d1_t, d2_t, algo_t, d3_t)                                        \
+    typedef struct name##_args {                                                                   \
+        cudnnHandle_t handle;                                                                      \
+        const void *alpha, *p1, *p2, *beta;                                                        \
+        d1_t d1;                                                                                   \
+        d2_t d2;                                                                                   \
+        cudnnConvolutionDescriptor_t conv;                                                         \
+        algo_t algo;                                                                               \
+        void *ws;                                                                                  \
+        size_t ws_bytes;                                                                           \
+        d3_t d3;                                                                                   \
+        void *p3;                                                                                  \
+        cudnnStatus_t rc;                                                                          \
+    } name##_args;                                                                                 \
+    static int name##_forward(void *p, const sn_subst *s)                                          \
+    {                                                                                              \
+        name##_args *a = p;                                                                        \
+        int ws = s && s->ws_set;                                                                   \
+        a->rc = SN_REAL(name)(a->handle, a->alpha, a->d1, a->p1, a->d2, a->p2, a->conv,            \
+                              s ? (algo_t)s->algo : a->algo, ws ? s->ws : a->ws,                   \
+                              ws ? (size_t)s->ws_bytes : a->ws_bytes, a->beta, a->d3, a->p3);      \
+        return a->rc == CUDNN_STATUS_SUCCESS;                                                      \
+    }
+
+SN_DNN_CONV_FORWARD(cudnnConvolutionForward, cudnnTensorDescriptor_t, cudnnFilterDescriptor_t,
+                    cudnnConvolutionFwdAlgo_t, cudnnTensorDescriptor_t)
+SN_DNN_CONV_FORWARD(cudnnConvolutionBackwardData, cudnnFilterDescriptor_t, cudnnTensorDescriptor_t,
+                    cudnnConvolutionBwdDataAlgo_t, cudnnTensorDescriptor_t)
+SN_DNN_CONV_FORWARD(cudnnConvolutionBackwardFilter, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
+                    cudnnConvolutionBwdFilterAlgo_t, cudnnFilterDescriptor_t)
+
+#define SN_ARGS(...) __VA_ARGS__
+#define SN_DNN_CONV_END(name, geom_v, args)                                      \
     do {                                                                       \
-        sn_step_token tok_;                                                    \
-        if (sn_core_call_begin(&c, &tok_) != 0)                                \
+        name##_args a_ = {args, CUDNN_STATUS_SUCCESS};                         \
+        c.geom = (geom_v);                                                     \
+        if (sn_core_call(&c, name##_forward, &a_) != 0)                        \
             return CUDNN_STATUS_ALLOC_FAILED;                                  \
-        algo_t fw_algo_ = algo_v;                                              \
-        void *fw_ws_ = ws_v;                                                   \
-        size_t fw_bytes_ = bytes_v;                                            \
-        if (tok_.conv_algo >= 0) {                                             \
-            algo_v = (algo_t)tok_.conv_algo;                                   \
-            if (tok_.conv_ws_set) {                                            \
-                ws_v = tok_.conv_ws;                                           \
-                bytes_v = (size_t)tok_.conv_ws_bytes;                          \
-            }                                                                  \
-        }                                                                      \
-        cudnnStatus_t rc_ = real args;                                         \
-        if (rc_ != CUDNN_STATUS_SUCCESS && tok_.conv_algo >= 0 &&              \
-            sn_core_conv_fallback(&c, &tok_) == 0) {                           \
-            algo_v = fw_algo_;                                                 \
-            ws_v = fw_ws_;                                                     \
-            bytes_v = fw_bytes_;                                               \
-            rc_ = real args;                                                   \
-        }                                                                      \
-        sn_core_call_end(&c, &tok_, rc_ == CUDNN_STATUS_SUCCESS);              \
-        if (tok_.measure)                                                      \
-            sn_conv_search(&c, (geom), rc_ == CUDNN_STATUS_SUCCESS);           \
-        return rc_;                                                            \
+        return a_.rc;                                                          \
     } while (0)
 
 static void sn_workspace(sn_call *c, void *ws, size_t bytes)
@@ -145,10 +157,10 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionForward(
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
-    const sn_conv_geom g = {handle, xDesc, wDesc, yDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionFwdAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
-                    (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
-                     beta, yDesc, y));
+    const struct sn_conv_geom g = {handle, xDesc, wDesc, yDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionForward, &g,
+                    SN_ARGS(handle, alpha, x, w, beta, xDesc, wDesc, convDesc, algo, workSpace,
+                            workSpaceSizeInBytes, yDesc, y));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
@@ -166,10 +178,10 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
-    const sn_conv_geom g = {handle, dxDesc, wDesc, dyDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionBwdDataAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
-                    (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
-                     beta, dxDesc, dx));
+    const struct sn_conv_geom g = {handle, dxDesc, wDesc, dyDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionBackwardData, &g,
+                    SN_ARGS(handle, alpha, w, dy, beta, wDesc, dyDesc, convDesc, algo, workSpace,
+                            workSpaceSizeInBytes, dxDesc, dx));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
@@ -187,10 +199,10 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
-    const sn_conv_geom g = {handle, xDesc, dwDesc, dyDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionBwdFilterAlgo_t, algo, workSpace, workSpaceSizeInBytes, &g,
-                    (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes,
-                     beta, dwDesc, dw));
+    const struct sn_conv_geom g = {handle, xDesc, dwDesc, dyDesc, convDesc};
+    SN_DNN_CONV_END(cudnnConvolutionBackwardFilter, &g,
+                    SN_ARGS(handle, alpha, x, dy, beta, xDesc, dyDesc, convDesc, algo, workSpace,
+                            workSpaceSizeInBytes, dwDesc, dw));
 }
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,

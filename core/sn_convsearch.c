@@ -10,7 +10,7 @@
  * arithmetic on leftover bytes (NaNs, denormals) may not run at the speed
  * of real data.
  */
-#include "shim/sn_convsearch.h"
+#include "core/sn_convsearch.h"
 
 #include <string.h>
 
@@ -124,9 +124,10 @@ SN_SEARCH_FN(sn_search_bwd_filter, cudnnConvolutionBwdFilterAlgoPerf_t,
              cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, cudnnGetConvolutionBackwardFilterAlgorithm_v7,
              cudnnFindConvolutionBackwardFilterAlgorithmEx, g->x, g->y, g->w)
 
-void sn_conv_search(const sn_call *c, const sn_conv_geom *g, int ok)
+void sn_conv_search(const sn_call *c, int ok)
 {
-    if (!ok) {
+    const sn_conv_geom *g = c->geom;
+    if (!ok || !g) {
         sn_core_conv_measured(c->dev, c->conf, NULL, -1);
         return;
     }
