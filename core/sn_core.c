@@ -27,9 +27,7 @@
 #include "common/sn_array.h"
 #include "core/sn_access.h"
 #include "core/sn_convsearch.h"
-#include "manage/sn_exec.h"
-#include "manage/sn_plan_state.h"
-#include "manage/sn_planner.h"
+#include "manage/sn_manage.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
 #include "common/sn_log.h"
@@ -70,22 +68,13 @@ typedef struct sn_device {
                                  while the iteration is learned anew */
     int learned;              /* an iteration has been learned (atomic, as profiled) */
     uint64_t passed, passed_bytes; /* device allocations manage mode left to CUDA (atomic) */
-    /* manage mode's plan: enum sn_plan_state (manage/sn_plan_state.h);
-     * exec under the device's lock, its step cursor advanced in the same
-     * hold as the trace's, so in the same order */
-    int plan_state;
-    uint64_t plan_gen;        /* plans claimed; a job of an older one is discarded (under the lock) */
-    struct sn_plan_work *plan_ready; /* made, to be installed (under the lock) */
-    double plan_host_ms;      /* host time spent making plans, on any thread (under the lock) */
-    double plan_blocked_ms;   /* ... of it on the framework's threads */
-    int plan_rank;            /* which of auto's candidates the next plan is (-1: a first plan, whose
-                                 candidates are then measured in turn); under the lock */
-    uint64_t searches, searches_failed; /* convolution configurations measured (under lock) */
-    sn_exec exec;
+    sn_manager mgr;           /* manage mode's plan and its following (manage/sn_manage.h), under
+                                 the lock: its executor's step cursor is advanced in the same hold as
+                                 the trace's, so in the same order */
     cudaStream_t own_stream;  /* libsn's non-blocking stream (time zero) */
 } sn_device;
 
-#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i))}
+#define SN_DEV(i) [i] = {.lock = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + (i)), .mgr = {.lock = &sn_devs[i].lock, .dev = (i)}}
 _Static_assert(SN_MAX_DEVICES == 16 && SN_RANK_DEVICE0 + SN_MAX_DEVICES <= SN_RANK_HANDLES,
                "one initialiser and one lock rank per device");
 static sn_device sn_devs[SN_MAX_DEVICES] = {
@@ -541,9 +530,9 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
             sc->blocks[sc->n++] = sn_arena_alloc_block(rec);
         sn_core_note_alloc((void *)*addr, size, kind, owner, dev, rec);
         if (owner == SN_OWNER_FRAMEWORK && dev >= 0 && dev < SN_MAX_DEVICES &&
-            sn_plan_state_get(&sn_devs[dev].plan_state) == SN_PLAN_FOLLOWED) {
+            sn_plan_state_get(&sn_devs[dev].mgr.state) == SN_PLAN_FOLLOWED) {
             sn_lock_take(&sn_devs[dev].lock);
-            sn_exec_bind_alloc(&sn_devs[dev].exec, size, sn_arena_alloc_block(rec));
+            sn_exec_bind_alloc(&sn_devs[dev].mgr.exec, size, sn_arena_alloc_block(rec));
             sn_lock_give(&sn_devs[dev].lock);
         }
         return SN_CORE_SERVED;
@@ -868,8 +857,7 @@ static void sn_profile_step_locked(sn_device *d, sn_trace *tr, uint64_t sig)
     sn_info("device %d: iteration of %zu steps seen %zu times; profile complete%s", tr->dev, per.period,
             (per.end - per.start) / per.period, again ? " (learned anew)" : "");
     if (sn_opt.mode == SN_MODE_MANAGE && sn_opt.policy != SN_POLICY_LRU) {
-        d->plan_rank = -1;
-        sn_plan_want(&d->plan_state);
+        sn_manage_want_locked(&d->mgr);
     }
     /* manage mode learns the iteration anew when the run leaves it for
      * good (tracer/sn_trace.h) */
@@ -890,7 +878,7 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
     if (ev & SN_TRACE_EV_RELEARN) {
         sn_profile_reset_locked(d);
         __atomic_store_n(&d->profiled, 0, __ATOMIC_RELEASE);
-        sn_plan_aside(&d->plan_state);
+        sn_plan_aside(&d->mgr.state);
     }
     if ((ev & SN_TRACE_EV_RETURNED) && !tr->relearning) {
         sn_profile_reset_locked(d);
@@ -905,7 +893,7 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
         }
         d->npending = keep;
         __atomic_store_n(&d->profiled, 1, __ATOMIC_RELEASE);
-        sn_plan_resume(&d->plan_state);
+        sn_plan_resume(&d->mgr.state);
     }
 }
 
@@ -1078,7 +1066,7 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
     t->conv_pos = pos;
     if (!supply && ws <= c->workspace) {
         t->conv_algo = algo;
-        sn_exec_conv_note(&d->exec, 1, changed, 0);
+        sn_exec_conv_note(&d->mgr.exec, 1, changed, 0);
         return sn_core_make_resident(c, t, u, pos, 0, 0);
     }
     sn_arena *ar = sn_arena_of(c->dev);
@@ -1121,11 +1109,11 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
             t->conv_ws_set = 1;
             t->conv_ws = ws ? (void *)t->held.scratch_va : NULL;
             t->conv_ws_bytes = ws;
-            sn_exec_conv_note(&d->exec, 1, changed, ws != 0);
+            sn_exec_conv_note(&d->mgr.exec, 1, changed, ws != 0);
             return 0;
         }
     }
-    sn_exec_conv_note(&d->exec, 0, changed, 0);
+    sn_exec_conv_note(&d->mgr.exec, 0, changed, 0);
     return sn_core_make_resident(c, t, u, pos, 0, 0);
 }
 
@@ -1142,7 +1130,7 @@ static int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
     sn_warn_once("device %d: a convolution failed with the algorithm the plan chose for it; it runs the "
                  "framework's from now on", c->dev);
     sn_lock_take(&d->lock);
-    sn_exec_conv_failed(&d->exec, t->conv_pos);
+    sn_exec_conv_failed(&d->mgr.exec, t->conv_pos);
     sn_lock_give(&d->lock);
     t->conv_algo = -1;
     if (!t->conv_ws_set)
@@ -1214,10 +1202,7 @@ void sn_core_conv_measured(int dev, uint64_t conf, const sn_trace_algo *a, int n
     sn_lock_take(&d->lock);
     if (d->trace)
         sn_trace_algos_put(d->trace, conf, a, n);
-    if (n >= 0)
-        d->searches++;
-    if (n == 0)
-        d->searches_failed++;
+    sn_manage_searched_locked(&d->mgr, n);
     sn_lock_give(&d->lock);
 }
 
@@ -1225,116 +1210,8 @@ static void sn_harvest(int dev, void *stream, int all);
 
 /* ---- plans: made off the framework's thread ---------------------------------------- */
 
-/* One plan being made: the job the planning thread works on, and where
- * it goes when done. Freed by whoever ends it (installed, or discarded as
- * stale). */
-typedef struct sn_plan_work {
-    sn_planner_task task; /* first: the planner hands it back */
-    sn_exec_job job;
-    int dev;
-    uint64_t gen;
-} sn_plan_work;
-
-static void sn_plan_work_free(sn_plan_work *w)
-{
-    if (!w)
-        return;
-    sn_exec_job_free(&w->job);
-    free(w);
-}
-
-static void sn_plan_work_run(sn_planner_task *task)
-{
-    sn_exec_plan_job(&((sn_plan_work *)task)->job);
-}
-
-/* The planning thread is done with w: handed over for installing, unless
- * a newer plan was claimed meanwhile (the iteration was learned anew). */
-static void sn_plan_work_done(sn_planner_task *task)
-{
-    sn_plan_work *w = (sn_plan_work *)task;
-    sn_device *d = &sn_devs[w->dev];
-    sn_lock_take(&d->lock);
-    d->plan_host_ms += task->run_ms;
-    int current = w->gen == d->plan_gen && !d->plan_ready && sn_plan_made(&d->plan_state);
-    if (current)
-        d->plan_ready = w;
-    sn_lock_give(&d->lock);
-    if (!current)
-        sn_plan_work_free(w);
-}
-
 static void sn_harvest(int dev, void *stream, int all);
 static void sn_core_plan_install(int dev);
-
-/* The iteration is learned (state MAKING, claimed by this thread): the
- * plan of SN_POLICY for it, under the arena's budget less a twentieth
- * (blocks are whole granules, the plan counts bytes). The step times of
- * the profile are read first (the host waits for the device once), then
- * the models are taken under the registry's and the device's locks, and
- * the plan is made on libsn's planning thread with no lock held; the
- * framework goes on under demand residency until a later call installs
- * it (SN_PLAN_WAIT=1: made here, installed at once). */
-static void sn_core_plan_claim(int dev)
-{
-    sn_device *d = &sn_devs[dev];
-    sn_arena *ar = sn_arena_of(dev);
-    sn_manage_stats st;
-    if (ar)
-        sn_arena_stats(ar, &st);
-    if (!ar || st.pool) {
-        sn_plan_installed(&d->plan_state, SN_PLAN_DEMAND);
-        return;
-    }
-    double t0 = sn_planner_now_ms();
-    int lib = sn_own_work_begin();
-    uint64_t covered = sn_arena_sync_begin(ar);
-    sn_witness_cuda("cudaDeviceSynchronize");
-    int synced = SN_REAL(cudaDeviceSynchronize)() == cudaSuccess;
-    if (synced)
-        sn_arena_device_synced(ar, covered);
-    sn_own_work_end(lib);
-    if (synced)
-        sn_harvest(dev, NULL, 1);
-    sn_plan_work *w = calloc(1, sizeof *w);
-    sn_lock_take(&sn_reg_lock);
-    sn_lock_take(&d->lock);
-    const sn_exec_job_cfg cfg = {dev,       sn_opt.policy, sn_opt.workspace, d->plan_rank, !st.pool,
-                                 st.budget - st.budget / 20, st.granularity};
-    int rc = w && d->trace ? sn_exec_prepare(&d->exec, d->trace, &cfg, &w->job) : -1;
-    sn_plan_work *stale = d->plan_ready;
-    d->plan_ready = NULL;
-    if (w) {
-        w->dev = dev;
-        w->gen = ++d->plan_gen;
-    }
-    d->plan_blocked_ms += sn_planner_now_ms() - t0;
-    sn_lock_give(&d->lock);
-    sn_lock_give(&sn_reg_lock);
-    sn_plan_work_free(stale);
-    if (!w)
-        return (void)sn_plan_installed(&d->plan_state, SN_PLAN_DEMAND);
-    /* (a model that could not be taken still goes through install, which
-     * says no plan could be made) */
-    if (rc != 0)
-        sn_exec_job_free(&w->job);
-    w->task.run = sn_plan_work_run;
-    w->task.done = sn_plan_work_done;
-    if (!sn_opt.plan_wait) {
-        if (sn_planner_submit(&w->task) != 0)
-            sn_core_plan_install(dev); /* (it ran here) */
-        return;
-    }
-    double t1 = sn_planner_now_ms();
-    w->task.next = NULL;
-    sn_plan_work_run(&w->task);
-    w->task.run_ms = sn_planner_now_ms() - t1;
-    sn_lock_take(&d->lock);
-    d->plan_blocked_ms += w->task.run_ms;
-    sn_lock_give(&d->lock);
-    sn_plan_work_done(&w->task);
-    sn_core_plan_install(dev);
-}
 
 /* The managed allocations of device dev the plan may bind to, by trace
  * id (never NULL but when out of memory). The caller holds the registry's
@@ -1351,99 +1228,74 @@ static sn_exec_known *sn_core_known_locked(int dev, size_t *n)
     return known;
 }
 
+/* The iteration is learned (state MAKING, claimed by this thread): the
+ * plan of SN_POLICY for it, under the arena's budget less a twentieth
+ * (blocks are whole granules, the plan counts bytes). The step times of
+ * the profile are read first (the host waits for the device once), then
+ * the manager takes the models under the registry's and the device's
+ * locks and hands them to libsn's planning thread; the framework goes on
+ * under demand residency until a later call installs the plan
+ * (SN_PLAN_WAIT=1: made here, installed at once). */
+static void sn_core_plan_claim(int dev)
+{
+    sn_device *d = &sn_devs[dev];
+    sn_arena *ar = sn_arena_of(dev);
+    sn_manage_stats st;
+    if (ar)
+        sn_arena_stats(ar, &st);
+    if (!ar || st.pool) {
+        sn_plan_installed(&d->mgr.state, SN_PLAN_DEMAND);
+        return;
+    }
+    double t0 = sn_planner_now_ms();
+    int lib = sn_own_work_begin();
+    uint64_t covered = sn_arena_sync_begin(ar);
+    sn_witness_cuda("cudaDeviceSynchronize");
+    int synced = SN_REAL(cudaDeviceSynchronize)() == cudaSuccess;
+    if (synced)
+        sn_arena_device_synced(ar, covered);
+    sn_own_work_end(lib);
+    if (synced)
+        sn_harvest(dev, NULL, 1);
+    sn_plan_work *stale = NULL;
+    sn_lock_take(&sn_reg_lock);
+    sn_lock_take(&d->lock);
+    const sn_exec_job_cfg cfg = {dev,       sn_opt.policy, sn_opt.workspace, d->mgr.rank, !st.pool,
+                                 st.budget - st.budget / 20, st.granularity};
+    sn_plan_work *w = sn_manage_prepare_locked(&d->mgr, d->trace, &cfg, &stale);
+    d->mgr.blocked_ms += sn_planner_now_ms() - t0;
+    sn_lock_give(&d->lock);
+    sn_lock_give(&sn_reg_lock);
+    sn_plan_work_free(stale);
+    if (!w)
+        sn_plan_installed(&d->mgr.state, SN_PLAN_DEMAND);
+    else if (sn_manage_submit(&d->mgr, w))
+        sn_core_plan_install(dev);
+}
+
 /* A plan made (state READY): bound to the run under the registry's and
- * the device's locks, and followed from the next call; or, when it could
- * not be made, demand residency (auto's candidate that could not be made:
- * its own choice again, and no more trials). */
+ * the device's locks, and followed from the next call. */
 static void sn_core_plan_install(int dev)
 {
     sn_device *d = &sn_devs[dev];
-    if (!sn_plan_take_ready(&d->plan_state))
+    if (!sn_plan_take_ready(&d->mgr.state))
         return;
     double t0 = sn_planner_now_ms();
+    sn_plan_work *done = NULL;
     sn_lock_take(&sn_reg_lock);
     sn_lock_take(&d->lock);
-    sn_plan_work *w = d->plan_ready;
-    d->plan_ready = NULL;
-    int rank = w ? w->job.cfg.rank : 0;
     size_t nknown = 0;
-    sn_exec_known *known = w ? sn_core_known_locked(dev, &nknown) : NULL;
-    int rc = w && d->trace && known ? sn_exec_install(&d->exec, &w->job, d->trace, known, nknown) : -1;
-    free(known);
-    int again = rc != 0 && rank > 0 && d->trace;
-    if (again) {
-        d->plan_rank = 0;
-        d->exec.trial.done = 1;
-    }
-    if (rc == 0 && d->exec.trial.n > 1)
-        sn_info("device %d: candidate plan %d of %d%s (predicted %.3f ms per iteration)", dev, d->exec.trial.rank + 1,
-                d->exec.trial.n, d->exec.trial.done ? ", the fastest measured, kept" : ", to be measured",
-                d->exec.predicted_ms);
-    int to = again ? SN_PLAN_WANTED
-                   : rc != 0 ? SN_PLAN_DEMAND : d->trace->relearning ? SN_PLAN_ASIDE : SN_PLAN_FOLLOWED;
-    d->plan_blocked_ms += sn_planner_now_ms() - t0;
+    sn_exec_known *known = sn_core_known_locked(dev, &nknown);
+    int to = sn_manage_install_locked(&d->mgr, d->trace, known, nknown, &done);
+    d->mgr.blocked_ms += sn_planner_now_ms() - t0;
     sn_lock_give(&d->lock);
     sn_lock_give(&sn_reg_lock);
-    sn_plan_work_free(w);
-    if (rc != 0 && !again)
-        sn_info("device %d: no plan could be made for SN_POLICY=%s; demand residency only", dev,
-                sn_option_choice("SN_POLICY", sn_opt.policy));
+    free(known);
+    sn_plan_work_free(done);
     /* (a plan asked for meanwhile, WANTED, stays asked for) */
-    sn_plan_installed(&d->plan_state, to);
-    if (again && sn_plan_claim(&d->plan_state))
+    sn_plan_installed(&d->mgr.state, to);
+    if (to == SN_PLAN_WANTED && sn_plan_claim(&d->mgr.state))
         sn_core_plan_claim(dev);
-}
-
-/* What the plan has due at one call: taken from the executor under the
- * device's lock (sn_core_plan_due_locked), carried out with no core lock
- * held (sn_core_plan_moves). */
-enum { SN_DUE_CAP = 256, SN_START_EVENTS = SN_PLAN_ITER_STATS + 1 };
-typedef struct sn_plan_due {
-    void *out[SN_DUE_CAP], *in[SN_DUE_CAP];
-    int drop[SN_DUE_CAP];
-    size_t nout, nin;
-    int start, note;
-    int gathered, sync;                       /* the plan unmaps at sync steps only; one is due */
-    uint64_t boundary, timed;                 /* the iteration start claimed; iteration timed */
-    cudaEvent_t ev_old, ev_last, reuse;
-    /* a convolution's algorithm, when the plan chose one for this step */
-    int conv, conv_algo, conv_supply;
-    uint64_t conv_ws;
-    uint64_t sync_ws;  /* at a sync step: the scratch the stretch from it needs */
-} sn_plan_due;
-
-static void sn_core_plan_due_locked(sn_device *d, int64_t pos, const sn_call *c, sn_plan_due *due)
-{
-    due->note = d->exec.seen_mem != NULL && pos >= 0;
-    due->conv = c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP &&
-                sn_exec_conv(&d->exec, pos, c->conf, c->algo, &due->conv_algo, &due->conv_ws, &due->conv_supply);
-    due->start = 0;
-    due->sync = 0;
-    due->gathered = d->exec.plan.sync != NULL;
-    if (sn_exec_due_quiet(&d->exec, pos)) {
-        /* (an iteration starts on the other path only) */
-        due->nout = due->nin = 0;
-        return;
-    }
-    sn_exec_due(&d->exec, pos, due->out, due->drop, &due->nout, due->in, &due->nin, SN_DUE_CAP);
-    due->sync = d->exec.sync_due;
-    due->sync_ws = d->exec.sync_ws;
-    due->start = sn_exec_claim_start(&d->exec);
-    if (!due->start)
-        return;
-    /* start k: the events at starts k-2 and k-1 time iteration k-2 (when
-     * complete by now; else the report asks again at exit); the slot of
-     * start k - SN_START_EVENTS, long forgotten, is reused */
-    uint64_t b = due->boundary = d->exec.boundaries++;
-    due->ev_old = due->ev_last = NULL;
-    due->timed = UINT64_MAX;
-    if (b >= 2) {
-        due->ev_old = d->exec.start_ev[(b - 2) % SN_START_EVENTS];
-        due->ev_last = d->exec.start_ev[(b - 1) % SN_START_EVENTS];
-        due->timed = b - 2;
-    }
-    due->reuse = d->exec.start_ev[b % SN_START_EVENTS];
-    d->exec.start_ev[b % SN_START_EVENTS] = NULL;
 }
 
 /* The plan's moves due at a call at position pos, started (no core lock
@@ -1461,7 +1313,7 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         float ms = -1.0f;
         if (due->start && due->ev_old && due->ev_last && sn_elapsed(due->ev_old, due->ev_last, &ms) != 0)
             ms = -1.0f;
-        cudaEvent_t now = due->start ? (due->reuse ? due->reuse : sn_event_get(d)) : NULL;
+        cudaEvent_t now = due->start ? (due->reuse ? (cudaEvent_t)due->reuse : sn_event_get(d)) : NULL;
         if (now && sn_record(now, stream) != 0) {
             sn_lock_take(&d->lock);
             sn_event_put_locked(d, now);
@@ -1470,21 +1322,10 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         }
         sn_manage_stats st;
         sn_arena_stats(ar, &st);
+        const sn_manage_totals totals = {st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes,
+                                         st.resident_now};
         sn_lock_take(&d->lock);
-        if (due->start) {
-            sn_exec_measure(&d->exec, st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes);
-            d->exec.start_ev[due->boundary % SN_START_EVENTS] = now;
-            if (due->timed != UINT64_MAX && ms >= 0) {
-                sn_exec_iteration_ms(&d->exec, due->timed, ms);
-                /* auto's candidates, measured in turn: the next one (or
-                 * the fastest, at the end) is made at the next call */
-                int next = sn_exec_trial_next(&d->exec, due->timed, ms);
-                if (next >= 0 && sn_plan_next_trial(&d->plan_state))
-                    d->plan_rank = next;
-            }
-        }
-        if (due->note)
-            sn_exec_note_memory(&d->exec, pos, st.resident_now);
+        sn_manage_measured_locked(&d->mgr, due, pos, now, ms, &totals);
         sn_lock_give(&d->lock);
     }
     if (!due->nout && !due->nin && !due->sync && (due->gathered || !sn_arena_leaving(ar)))
@@ -1603,8 +1444,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             pos = tr->run.position;
             time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
             /* the plan's step, in the trace's order */
-            if (managing && sn_plan_state_get(&d->plan_state) == SN_PLAN_FOLLOWED) {
-                sn_core_plan_due_locked(d, pos, c, &due);
+            if (managing && sn_plan_state_get(&d->mgr.state) == SN_PLAN_FOLLOWED) {
+                sn_manage_due_locked(&d->mgr, pos, c, &due);
                 planned = 1;
             }
         }
@@ -1615,8 +1456,8 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
      * moves memory). A call that cannot fit fails, as a real call out of
      * memory does. */
     if (managing) {
-        int ps = sn_plan_state_get(&d->plan_state);
-        if (ps == SN_PLAN_WANTED && sn_plan_claim(&d->plan_state))
+        int ps = sn_plan_state_get(&d->mgr.state);
+        if (ps == SN_PLAN_WANTED && sn_plan_claim(&d->mgr.state))
             sn_core_plan_claim(c->dev);
         else if (ps == SN_PLAN_READY)
             sn_core_plan_install(c->dev);
@@ -1946,13 +1787,13 @@ static void sn_finish(int cuda_usable)
         /* and the iterations whose time was not known yet when the next
          * one started */
         sn_device *d = &sn_devs[dev];
-        int ps = sn_plan_state_get(&d->plan_state);
+        int ps = sn_plan_state_get(&d->mgr.state);
         if (ps != SN_PLAN_FOLLOWED && ps != SN_PLAN_ASIDE)
             continue;
         uint64_t it[SN_PLAN_ITER_STATS];
         void *from[SN_PLAN_ITER_STATS], *to[SN_PLAN_ITER_STATS];
         sn_lock_take(&d->lock);
-        int k = sn_exec_untimed(&d->exec, it, from, to);
+        int k = sn_exec_untimed(&d->mgr.exec, it, from, to);
         sn_lock_give(&d->lock);
         for (int i = 0; i < k; i++) {
             float ms;
@@ -1962,7 +1803,7 @@ static void sn_finish(int cuda_usable)
                 continue;
             }
             sn_lock_take(&d->lock);
-            sn_exec_iteration_ms(&d->exec, it[i], ms);
+            sn_exec_iteration_ms(&d->mgr.exec, it[i], ms);
             sn_lock_give(&d->lock);
         }
     }
@@ -1981,9 +1822,9 @@ static void sn_finish(int cuda_usable)
                 ms->passed = __atomic_load_n(&sn_devs[dev].passed, __ATOMIC_RELAXED);
                 ms->passed_bytes = __atomic_load_n(&sn_devs[dev].passed_bytes, __ATOMIC_RELAXED);
                 ms->workspace = sn_opt.workspace;
-                ms->algo_searches = sn_devs[dev].searches;
-                ms->algo_search_failed = sn_devs[dev].searches_failed;
-                const sn_exec *ex = &sn_devs[dev].exec;
+                ms->algo_searches = sn_devs[dev].mgr.searches;
+                ms->algo_search_failed = sn_devs[dev].mgr.searches_failed;
+                const sn_exec *ex = &sn_devs[dev].mgr.exec;
                 sn_trace *tr = sn_devs[dev].trace;
                 /* a re-learning not complete by now is given up: the report
                  * is of the iteration learned last */
@@ -2034,10 +1875,10 @@ static void sn_finish(int cuda_usable)
                     }
                     ms->plans = ex->plans;
                 }
-                ms->plan_host_ms = sn_devs[dev].plan_host_ms;
-                ms->plan_blocked_ms = sn_devs[dev].plan_blocked_ms;
+                ms->plan_host_ms = sn_devs[dev].mgr.host_ms;
+                ms->plan_blocked_ms = sn_devs[dev].mgr.blocked_ms;
                 ms->plan_waited = sn_opt.plan_wait;
-                int pst = sn_plan_state_get(&sn_devs[dev].plan_state);
+                int pst = sn_plan_state_get(&sn_devs[dev].mgr.state);
                 ms->plan_unfinished = pst == SN_PLAN_MAKING || pst == SN_PLAN_READY;
                 ms->plan_off_steps = tr->run.off_sequence;
                 ms->relearn_begun = tr->relearn_begun;
