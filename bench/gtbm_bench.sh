@@ -6,7 +6,9 @@
 # its last) on the simulated device with compute off and logs every
 # allocation with its role (--log-allocs); build/gtbm_replay replays the
 # log through allocator/sn_gtbm.c under each policy. Writes
-# bench/results/gtbm.md (or the path given). Part of `make bench`.
+# bench/results/gtbm.md (or the path given), and only if every network was
+# measured: a failure leaves the table as it was and exits non-zero. Part
+# of `make bench`.
 #
 # BENCH_QUICK=1 runs ResNet-32 only (used to check the script itself).
 set -u
@@ -65,7 +67,7 @@ summarise() {
 }
 
 rows=()
-wins=(); losses=(); r32_note=""
+wins=(); losses=(); r32_note=""; failed=0
 for entry in "${NETS[@]}"; do
     IFS='|' read -r name data args <<<"$entry"
     log="$tmp/trace.log"
@@ -74,15 +76,21 @@ for entry in "${NETS[@]}"; do
             >"$tmp/train.out" 2>"$tmp/train.err"; then
         echo "gtbm_bench.sh: sntrain failed for $name:" >&2
         cat "$tmp/train.err" >&2
-        rows+=("| $name | $data | sntrain failed | | | | | | | | |")
+        failed=1
         continue
     fi
     if ! "$REPLAY" --min-pool "$log" >"$tmp/replay.out" 2>"$tmp/replay.err"; then
         cat "$tmp/replay.err" >&2
-        rows+=("| $name | $data | replay failed | | | | | | | | |")
+        echo "gtbm_bench.sh: gtbm_replay failed for $name" >&2
+        failed=1
         continue
     fi
     read -r live nl nm nt bf bff gt gtf ff _ < <(summarise <"$tmp/replay.out")
+    if [ -z "$ff" ] || [ "$bf" = - ] || [ "$gt" = - ]; then
+        echo "gtbm_bench.sh: gtbm_replay gave no pool for $name" >&2
+        failed=1
+        continue
+    fi
     delta=$(awk -v g="$gt" -v b="$bf" 'BEGIN { printf "%+.1f%%", 100 * (g - b) / b }')
     case $delta in
         -*) wins+=("$name $delta") ;;
@@ -95,6 +103,10 @@ for entry in "${NETS[@]}"; do
     fi
     rows+=("| $name | $data | $nl / $nm / $nt | $live | $bf | ${bff%/*} (${bff#*/}%) | $gt | ${gtf%/*} (${gtf#*/}%) | $delta | $ff | $dymem |")
 done
+if [ $failed -ne 0 ]; then
+    echo "gtbm_bench.sh: a measurement failed; no table written" >&2
+    exit 1
+fi
 join_list() { local IFS=','; local s="${*:-none}"; echo "${s//,/, }"; }
 
 {
@@ -138,5 +150,6 @@ join_list() { local IFS=','; local s="${*:-none}"; echo "${s//,/, }"; }
         echo "GTBM loses, keeping the two ends and the grow-only incremental space apart"
         echo "leaves holes on each side that one shared free list would reuse."
     fi
-} >"$OUT"
+} >"$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
 echo "wrote $OUT"

@@ -7,7 +7,9 @@
 # has the planned policies). Compute
 # is off (full-size networks on a simulated K40-class device; time and
 # memory are modelled, arithmetic is not done), granules are the GPU's
-# 2 MiB. Writes bench/results/manage.md.
+# 2 MiB. Writes bench/results/manage.md, and only if every run gave its
+# figure: a run that fails (out of memory below the peak aside) stops the
+# script with a non-zero status and leaves the table as it was.
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
@@ -20,6 +22,8 @@ LIBSN="$PWD/$BUILD/libsn.so"
 export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+fail() { echo "manage_bench.sh: $*; no table written" >&2; exit 1; }
+for f in "$SNTRAIN" "$LIBSN"; do [ -e "$f" ] || fail "$f is missing (make all-targets)"; done
 
 # steady-state device time per iteration, ms: the mean of iterations 2..N
 # (the trainer's own event timing); the first iteration maps every block
@@ -51,23 +55,32 @@ for row in "${rows[@]}"; do
     name=${row%%|*}
     read -r -a args <<<"${row#*|} --prefetch lockstep"
     echo "manage_bench: $name" >&2
-    "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1
+    "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1 || fail "$name without libsn failed (exit $?)"
     base=$(ms_of "$tmp/plain.out")
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >/dev/null 2>&1
+    [ -n "$base" ] || fail "$name without libsn: no iteration times"
+    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >/dev/null 2>&1 ||
+        fail "$name in trace mode failed (exit $?)"
     peak=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["run"]["peak_bytes"])' "$tmp/peak.json")
-    SN_REPORT="$tmp/ample.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >"$tmp/ample.out" 2>&1
+    [[ "$peak" =~ ^[1-9][0-9]*$ ]] || fail "$name: no peak in the trace report"
+    SN_REPORT="$tmp/ample.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >"$tmp/ample.out" 2>&1 ||
+        fail "$name under manage mode, ample budget, failed (exit $?)"
     ample=$(ms_of "$tmp/ample.out")
+    [ -n "$ample" ] || fail "$name under manage mode, ample budget: no iteration times"
     first="$(first_of "$tmp/plain.out") / $(first_of "$tmp/ample.out")"
     cells=()
     for frac in 2 3; do
         b=$((peak / frac))
         SN_POLICY=lru SN_BUDGET=$b SN_REPORT="$tmp/f$frac.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" \
             >"$tmp/f$frac.out" 2>&1
+        rc=$?
         t=$(ms_of "$tmp/f$frac.out")
-        if [ -n "$t" ]; then
+        if [ $rc -eq 0 ] && [ -n "$t" ]; then
             cells+=("$t" "$(python3 -c "print(f'{$t/$base:.2f}x')")")
-        else
+        elif [ $rc -eq 3 ]; then
+            # the trainer's exit status for out of device memory: a result
             cells+=("out of memory" "-")
+        else
+            fail "$name at 1/$frac of the peak failed (exit $rc)"
         fi
     done
     moved=$(python3 -c 'import json,sys
@@ -96,5 +109,6 @@ overlapped with compute. That serial cost is what the planned policies
 (prefetch ahead of use, offload after last use) are for.
 MD
 mkdir -p "$OUT"
-cp "$tmp/table.md" "$OUT/manage.md"
+# (a copy beside it, then a rename: an interrupted copy leaves no half table)
+cp "$tmp/table.md" "$OUT/manage.md.tmp" && mv "$OUT/manage.md.tmp" "$OUT/manage.md" || fail "cannot write $OUT/manage.md"
 cat "$OUT/manage.md"

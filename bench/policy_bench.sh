@@ -6,7 +6,10 @@
 # as allocated. Per row: simulated device time per iteration in the steady
 # state (the mean of the last four iterations, after the profile and the
 # plan), its ratio to the run without libsn, the plan timeline's own
-# prediction, and the bytes moved. Writes bench/results/policies.md.
+# prediction, and the bytes moved. Writes bench/results/policies.md, and
+# only if every run gave its figure: a run that fails (out of memory
+# aside) stops the script with a non-zero status and leaves the table as
+# it was.
 #
 # lru is demand residency with least-recently-used eviction (no plan);
 # every other policy plans the learned iteration (policy/, docs/policies.md)
@@ -24,6 +27,8 @@ export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
 unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+fail() { echo "policy_bench.sh: $*; no table written" >&2; exit 1; }
+for f in "$SNTRAIN" "$LIBSN"; do [ -e "$f" ] || fail "$f is missing (make all-targets)"; done
 # 40: auto follows up to four candidate plans in turn after the profile,
 # each until two iterations agree (or for six); with 28 the last of them
 # could still be running in the iterations measured
@@ -78,21 +83,27 @@ for row in "${rows[@]}"; do
     name=${row%%|*}
     read -r -a args <<<"${row#*|} --iters $ITERS --prefetch lockstep"
     echo "policy_bench: $name: without libsn" >&2
-    "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1
+    "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1 || fail "$name without libsn failed (exit $?)"
     base=$(steady_of "$tmp/plain.out")
+    [ -n "$base" ] || fail "$name without libsn: no iteration times"
     grep -E '^(iter [0-9]+ loss|checksum)' "$tmp/plain.out" | sed -E 's/ time .*//' >"$tmp/plain.learned"
-    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >/dev/null 2>&1
+    SN_MODE=trace SN_REPORT="$tmp/peak.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" >/dev/null 2>&1 ||
+        fail "$name in trace mode failed (exit $?)"
     peak=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["run"]["peak_bytes"])' "$tmp/peak.json")
+    [[ "$peak" =~ ^[1-9][0-9]*$ ]] || fail "$name: no peak in the trace report"
     line="| $name ($((peak >> 20)) MiB peak) | $base |"
     for p in "${POLICIES[@]}"; do
         echo "policy_bench: $name: SN_POLICY=$p" >&2
         SN_POLICY=$p SN_BUDGET=$((peak / 2)) SN_REPORT="$tmp/$p.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" \
             >"$tmp/$p.out" 2>&1
+        rc=$?
         t=$(steady_of "$tmp/$p.out")
-        if [ -z "$t" ]; then
+        if [ $rc -eq 3 ]; then
+            # the trainer's exit status for out of device memory: a result
             line+=" out of memory |"
             continue
         fi
+        [ $rc -eq 0 ] && [ -n "$t" ] || fail "$name under SN_POLICY=$p failed (exit $rc)"
         same=""
         grep -E '^(iter [0-9]+ loss|checksum)' "$tmp/$p.out" | sed -E 's/ time .*//' |
             cmp -s - "$tmp/plain.learned" || same=" DIFF"
@@ -129,5 +140,7 @@ among auto's candidates or where the candidate measured is still
 settling.
 MD
 mkdir -p "$OUT"
-cp "$tmp/table.md" "$OUT/policies.md"
+# (a copy beside it, then a rename: an interrupted copy leaves no half table)
+cp "$tmp/table.md" "$OUT/policies.md.tmp" && mv "$OUT/policies.md.tmp" "$OUT/policies.md" ||
+    fail "cannot write $OUT/policies.md"
 cat "$OUT/policies.md"

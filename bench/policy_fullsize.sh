@@ -33,6 +33,10 @@ unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
 export SN_HOST_LIMIT=128G
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# A run that fails other than by running out of memory (the trainer's exit
+# status 3, a result here) stops the script: no table is written.
+fail() { echo "policy_fullsize.sh: $*; no table written" >&2; exit 1; }
+for f in "$SNTRAIN" "$LIBSN"; do [ -e "$f" ] || fail "$f is missing (make all-targets)"; done
 ITERS=${ITERS:-40}
 # auto measures up to eight candidate plans first, about five iterations
 # each: its runs are longer, so that the three measured are its steady state
@@ -164,22 +168,27 @@ for row in "${rows[@]}"; do
     IFS='|' read -r name opts published <<<"$row"
     read -r -a args <<<"$opts --iters $ITERS --prefetch lockstep"
     echo "policy_fullsize: $name: ideal" >&2
-    SIMGPU_MEM=256G "$SNTRAIN" "${args[@]}" --workspace-limit 1048576 >"$tmp/ideal.out" 2>&1
+    SIMGPU_MEM=256G "$SNTRAIN" "${args[@]}" --workspace-limit 1048576 >"$tmp/ideal.out" 2>&1 ||
+        fail "$name on an ideal device failed (exit $?)"
     ideal=$(steady_of "$tmp/ideal.out")
     peak=$(awk '/^peak/ { print $2 }' "$tmp/ideal.out")
+    [ -n "$ideal" ] && [ -n "$peak" ] || fail "$name on an ideal device: no iteration times or peak"
     "$SNTRAIN" "${args[@]}" >"$tmp/plain.out" 2>&1
     plain_rc=$?
+    [ "$plain_rc" = 0 ] || [ "$plain_rc" = 3 ] || fail "$name without libsn failed (exit $plain_rc)"
     line="| $name | $ideal ($peak MiB) |"
     for p in "${POLICIES[@]}"; do
         echo "policy_fullsize: $name: SN_POLICY=$p" >&2
         more=()
         [ "$p" = auto ] && more=(--iters "$ITERS_AUTO")
         SN_POLICY=$p SN_REPORT="$tmp/$p.json" LD_PRELOAD="$LIBSN" "$SNTRAIN" "${args[@]}" "${more[@]}" >"$tmp/$p.out" 2>&1
+        rc=$?
         t=$(steady_of "$tmp/$p.out")
-        if [ -z "$t" ] || [ -z "$ideal" ]; then
+        if [ $rc -eq 3 ]; then
             line+=" fails |"
             continue
         fi
+        [ $rc -eq 0 ] && [ -n "$t" ] || fail "$name under SN_POLICY=$p failed (exit $rc)"
         line+=" $t ($(python3 -c "print(f'{$ideal/$t:.2f}')"); $(moved_of "$tmp/$p.json")) |"
         [ "$p" = auto ] && bound_row "$name" "$ideal" "$t" "$tmp/$p.json" >>"$tmp/bound.md"
     done
@@ -303,5 +312,7 @@ deepest() { # policy
     echo "$line >= 2500 | SuperNeurons 1920 | $(cat "$tmp/why") |"
 } >>"$tmp/table.md"
 mkdir -p "$OUT"
-cp "$tmp/table.md" "$OUT/policies_12gb.md"
+# (a copy beside it, then a rename: an interrupted copy leaves no half table)
+cp "$tmp/table.md" "$OUT/policies_12gb.md.tmp" && mv "$OUT/policies_12gb.md.tmp" "$OUT/policies_12gb.md" ||
+    fail "cannot write $OUT/policies_12gb.md"
 cat "$OUT/policies_12gb.md"

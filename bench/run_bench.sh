@@ -24,6 +24,8 @@
 #                         and with SN_PLAN_WAIT=1 (bench/planning_bench.sh)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
+# A table whose measurements failed is not written (the committed one is
+# left as it was), and the script then exits non-zero.
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -38,6 +40,19 @@ if [ ! -x "$SNTRAIN" ]; then
     echo "run_bench.sh: $SNTRAIN is not built" >&2
     exit 1
 fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+# publish NAME: moves the table made in $tmp/NAME into $OUT, unless a
+# measurement for it failed (the flag $tmp/NAME.failed, set from subshells too)
+publish() {
+    if [ -e "$tmp/$1.failed" ]; then
+        echo "run_bench.sh: a measurement for $1 failed; $OUT/$1 not refreshed" >&2
+        status=1
+    else
+        mv "$tmp/$1" "$OUT/$1" && echo "wrote $OUT/$1"
+    fi
+}
 
 # "name|sntrain options" of the full-size workloads.
 NETS=(
@@ -87,7 +102,8 @@ run_one() {
 if BUILD=$BUILD bench/calibrate.sh "$OUT/calibration.md"; then
     echo "wrote $OUT/calibration.md"
 else
-    echo "run_bench.sh: calibration.md written with failures (see above)" >&2
+    echo "run_bench.sh: calibration.md failed (see above)" >&2
+    status=1
 fi
 
 started=$(date +%s)
@@ -108,7 +124,8 @@ started=$(date +%s)
             read -r rc peak ms rate < <(SIMGPU_PROFILE=k40 SIMGPU_MEM=1024G run_one "" \
                 $args --alloc "$style" --iters $ITERS)
             if [ "$rc" -ne 0 ]; then
-                echo "| $name | $style | failed (exit $rc) | | | |"
+                echo "run_bench.sh: $name, $style: the trainer failed (exit $rc)" >&2
+                touch "$tmp/trainer_baseline.md.failed"
                 continue
             fi
             fits=no
@@ -116,8 +133,8 @@ started=$(date +%s)
             echo "| $name | $style | $peak | $ms | $rate | $fits |"
         done
     done
-} >"$OUT/trainer_baseline.md"
-echo "wrote $OUT/trainer_baseline.md"
+} >"$tmp/trainer_baseline.md"
+publish trainer_baseline.md
 
 # largest_batch PRELOAD ARGS... : largest batch that trains on the K40
 largest_batch() {
@@ -129,7 +146,12 @@ largest_batch() {
         lo=$hi; hi=$((hi * 2))
         [ $hi -gt 4096 ] && { echo ">=$lo"; return; }
     done
-    [ "$rc" -eq 3 ] || { echo "error $rc"; return; }
+    if [ "$rc" -ne 3 ]; then
+        echo "run_bench.sh: largest batch of $*: a run failed (exit $rc)" >&2
+        touch "$tmp/trainer_max_batch.md.failed"
+        echo "error $rc"
+        return
+    fi
     while [ $((hi - lo)) -gt 1 ] && [ $((hi - lo)) -gt $((lo / 16)) ]; do
         local mid=$(((lo + hi) / 2))
         read -r rc _ < <(SIMGPU_PROFILE=k40 run_one "$preload" "$@" --batch $mid --iters 2)
@@ -170,33 +192,36 @@ largest_batch() {
         fi
         echo "$row"
     done
-} >"$OUT/trainer_max_batch.md"
-echo "wrote $OUT/trainer_max_batch.md ($(($(date +%s) - started)) s)"
+} >"$tmp/trainer_max_batch.md"
+publish trainer_max_batch.md
+echo "($(($(date +%s) - started)) s)"
 
 # Placement policies on recorded allocation sequences (no device time).
 if ! BUILD=$BUILD bench/gtbm_bench.sh "$OUT/gtbm.md"; then
     echo "run_bench.sh: gtbm.md not refreshed (see above)" >&2
+    status=1
 fi
 
 # Instructions per intercepted call, pass-through and trace mode (callgrind).
 if [ -x "$PWD/$BUILD/sn_overhead" ] && command -v valgrind >/dev/null; then
-    BUILD=$BUILD bench/sn_overhead.sh && echo "wrote $OUT/libsn_overhead.md"
+    BUILD=$BUILD bench/sn_overhead.sh && echo "wrote $OUT/libsn_overhead.md" || status=1
 else
     echo "run_bench.sh: valgrind or $BUILD/sn_overhead missing; libsn_overhead.md not refreshed" >&2
 fi
 
 # Manage mode: cost with nothing to move, demand swapping below the peak.
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
-    BUILD=$BUILD OUT=$OUT bench/manage_bench.sh >/dev/null && echo "wrote $OUT/manage.md"
+    BUILD=$BUILD OUT=$OUT bench/manage_bench.sh >/dev/null && echo "wrote $OUT/manage.md" || status=1
 fi
 
 # Manage mode's policies side by side at half the peak (bench/policy_bench.sh).
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
-    BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md"
-    BUILD=$BUILD OUT=$OUT bench/policy_fullsize.sh >/dev/null && echo "wrote $OUT/policies_12gb.md"
+    BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md" || status=1
+    BUILD=$BUILD OUT=$OUT bench/policy_fullsize.sh >/dev/null && echo "wrote $OUT/policies_12gb.md" || status=1
 fi
 
 # Planning off the framework's thread: how long it holds the framework.
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
-    BUILD=$BUILD bench/planning_bench.sh "$OUT/planning.md" && echo "wrote $OUT/planning.md"
+    BUILD=$BUILD bench/planning_bench.sh "$OUT/planning.md" && echo "wrote $OUT/planning.md" || status=1
 fi
+exit $status

@@ -15,22 +15,31 @@
 # iteration (sn_overhead N K: N iterations with K calls each) and also
 # subtract two values of K, so that what libsn does once an iteration
 # (planned moves, timing the iteration) cancels wherever the iteration
-# begins. Writes the table to bench/results/libsn_overhead.md (or $1).
+# begins. Writes the table to bench/results/libsn_overhead.md (or $1), and
+# only if every measurement succeeded: a failed one stops the script with a
+# non-zero status and leaves the table as it was.
 set -eu
+# a measurement that fails inside a command substitution stops the script
+shopt -s inherit_errexit
 BUILD=${BUILD:-build}
 out=${1:-bench/results/libsn_overhead.md}
-export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+case $BUILD in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
+export LD_LIBRARY_PATH="$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Plans made on the framework's thread, so that each starts at the same
 # call in every run and the tables are reproducible (docs/decisions.md).
 export SN_PLAN_WAIT=1
 export SIMGPU_COMPUTE=0
 # valgrind cannot reserve the address space of a full-size simulated device
 export SIMGPU_MEM=1G
-bin="$PWD/$BUILD/sn_overhead"
-lib="$PWD/$BUILD/libsn.so"
+bin="$BUILD/sn_overhead"
+lib="$BUILD/libsn.so"
 N1=1000 N2=3000   # calls in a row, or iterations
 K1=1 K2=3         # calls per iteration
 command -v valgrind >/dev/null || { echo "sn_overhead.sh: valgrind is not installed" >&2; exit 1; }
+for f in "$bin" "$lib"; do
+    [ -e "$f" ] || { echo "sn_overhead.sh: $f is missing (make all-targets); no table written" >&2; exit 1; }
+done
+trap 'rm -f "$out.tmp"' EXIT
 
 ir() { # mode call toggles args...
     local mode=$1 call=$2 toggles=$3 pre="" log t
@@ -47,7 +56,9 @@ ir() { # mode call toggles args...
         echo "$log" | grep -v '^==' >&2
         exit 1
     fi
-    echo "$log" | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+    log=$(echo "$log" | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    [[ "$log" =~ ^[0-9]+$ ]] || { echo "sn_overhead.sh: $call ($mode, $*): no instruction count from callgrind" >&2; exit 1; }
+    echo "$log"
 }
 
 in_a_row() { # mode call toggles: per extra call

@@ -6,7 +6,8 @@
 # SN_PRELOAD is the runtime followed by libsn. check DESC CONDITION prints
 # one TAP line for a condition evaluated as shell code; mask_trainer_times
 # filters the trainer's timings out of its output; peak_of runs a program
-# under trace mode for its peak.
+# under trace mode for its peak; have_bytes fails a test whose report lacks
+# a size it needs.
 BUILD_DIR=${SN_TEST_BUILD:-$PWD/${BUILD:-build}}
 export LD_LIBRARY_PATH="$BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 SAN_PRELOAD=""
@@ -33,5 +34,16 @@ r = json.load(open(sys.argv[1]))
 d = r["devices"][0] if "devices" in r else r
 print(int(d["run"]["peak_bytes"]))
 PY
+}
+# have_bytes DESC NAME VALUE: whether VALUE, read from a report, is a whole
+# positive number of bytes; if not, prints "not ok - DESC: NAME missing
+# from the report" and fails. A test must not run on with a default in its
+# place: libsn takes an empty or malformed budget as the whole device, and
+# the run would pass without testing the budget it names.
+have_bytes() {
+    [[ "$3" =~ ^[1-9][0-9]*$ ]] && return 0
+    n=$((n + 1))
+    echo "not ok $n - $1: $2 missing from the report${3:+ (got '$3')}"
+    return 1
 }
 check() { n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; return 1; fi; }

@@ -103,9 +103,13 @@ check "manage (default budget): the same weights are saved" "cmp -s '$tmp/none/b
 # plus the libraries' memory) if that is more: libsn must move memory (64
 # KiB granules, so that this small network's tensors can leave one by one),
 # and Darknet must neither fault nor notice.
-half=$(( $(json trace run.peak_bytes) / 2 ))
-lower=$(( $(json trace whatif.lower_bound) + (1 << 20) ))
-echo "# peak $(json trace run.peak_bytes) bytes, lower bound $(json trace whatif.lower_bound) bytes"
+peak=$(json trace run.peak_bytes)
+lower=$(json trace whatif.lower_bound)
+echo "# peak $peak bytes, lower bound $lower bytes"
+have_bytes "manage below the peak" "run.peak_bytes" "$peak" || exit 1
+have_bytes "manage below the peak" "whatif.lower_bound" "$lower" || exit 1
+half=$((peak / 2))
+lower=$((lower + (1 << 20)))
 [ $lower -gt $half ] && half=$lower
 export SIMGPU_GRANULARITY=64K
 run_darknet manage "$half"

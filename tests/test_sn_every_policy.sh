@@ -74,8 +74,20 @@ budget_of() { # which peak half-name
     case $1 in
     ample) echo free ;;
     half) echo $(($2 / 2 + (6 << 20))) ;;
-    smallest) field "$tmp/${3//\//.}.json" smallest_budget || echo missing ;;
+    smallest) field "$tmp/${3//\//.}.json" smallest_budget ;;
     esac
+}
+# run_at NAME EXPECTED POLICY WHICH PEAK CMD...: same, at the budget WHICH
+# of budget_of; a smallest budget missing from the half-budget run's
+# report fails the case instead of running it at another budget
+run_at() {
+    local name=$1 expected=$2 pol=$3 which=$4 peak=$5 budget
+    shift 5
+    budget=$(budget_of "$which" "$peak" "${name%/*}/half")
+    if [ "$which" = smallest ]; then
+        have_bytes "$name" "the half-budget run's smallest_budget" "$budget" || return
+    fi
+    same "$name" "$expected" "$pol" "$budget" "$@"
 }
 
 # the reference trainer, in each allocation style
@@ -85,10 +97,10 @@ for style in "${styles[@]}"; do
     "$trainer" "${args[@]}" >"$tmp/plain.out" 2>&1 || { echo "not ok - trainer/$style fails without libsn"; continue; }
     learned "$tmp/plain.out" >"$tmp/plain.learned"
     peak=$(peak_of "$trainer" "${args[@]}" 2>/dev/null)
+    have_bytes "trainer/$style" "the trace run's peak_bytes" "$peak" || continue
     for pol in "${policies[@]}"; do
         for b in "${budgets[@]}"; do
-            same "trainer/$style/$pol/$b" "$tmp/plain.learned" "$pol" \
-                "$(budget_of "$b" "$peak" "trainer/$style/$pol/half")" "$trainer" "${args[@]}"
+            run_at "trainer/$style/$pol/$b" "$tmp/plain.learned" "$pol" "$b" "$peak" "$trainer" "${args[@]}"
         done
     done
 done
@@ -101,9 +113,10 @@ for expect in "$here"/corpus/*.expect; do
     prog="$corpus/$name"
     "$prog" >"$tmp/$name.plain" 2>&1 || { echo "not ok - $name fails without libsn"; continue; }
     peak=$(peak_of "$prog" 2>/dev/null)
+    have_bytes "$name" "the trace run's peak_bytes" "$peak" || continue
     for pol in "${policies[@]}"; do
         for b in half smallest; do
-            same "$name/$pol/$b" "$tmp/$name.plain" "$pol" "$(budget_of "$b" "$peak" "$name/$pol/half")" "$prog"
+            run_at "$name/$pol/$b" "$tmp/$name.plain" "$pol" "$b" "$peak" "$prog"
         done
     done
 done
@@ -134,8 +147,9 @@ run_darknet trace SN_MODE=trace SN_REPORT="$tmp/dn.trace.json" LD_PRELOAD="$SN_P
 half=$(python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))["devices"][0]
 print(max(d["run"]["peak_bytes"] // 2, d["whatif"]["lower_bound"] + (1 << 20)))' "$tmp/dn.trace.json" 2>/dev/null)
+have_bytes "darknet" "the trace run's peak_bytes or whatif.lower_bound" "$half" || exit 1
 for pol in "${policies[@]}"; do
-    run_darknet "dn.$pol" SN_POLICY="$pol" SN_BUDGET="${half:-missing}" SN_REPORT="$tmp/dn.$pol.json" \
+    run_darknet "dn.$pol" SN_POLICY="$pol" SN_BUDGET="$half" SN_REPORT="$tmp/dn.$pol.json" \
         LD_PRELOAD="$SN_PRELOAD"
     rc=$?
     check "darknet/$pol/half (SN_BUDGET=$half): exits 0, the same output and weights" \

@@ -41,7 +41,8 @@ run_case() {
             local least
             least=$(python3 -c 'import json,sys
 print(json.load(open(sys.argv[1]))["devices"][0]["manage"]["smallest_budget"])' "$tmp/report.half.json" 2>/dev/null)
-            env=(SN_BUDGET=${least:-missing}) ;;
+            have_bytes "$tag: smallest budget" "the half-budget run's smallest_budget" "$least" || continue
+            env=(SN_BUDGET=$least) ;;
         third) env=(SIMGPU_MEM=$((peak / 3 + lib_mem)) SN_BUDGET=free) ;;
         esac
         local report="$tmp/report.$budget.json"
@@ -85,24 +86,26 @@ run_case "resnet/dynamic/kernels" --net resnet --input 32 --batch 8 --width 8 --
 # The report says what moved and what it cost: at an ample budget nothing
 # moves and nothing stalls; at half the peak, swaps in and out, and the
 # time streams waited for them (measured with events on the device clock).
+m() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["manage"][sys.argv[2]])' "$@"; }
 args=(--iters 4 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
 peak=$(peak_of "$trainer" "${args[@]}")
-SN_REPORT="$tmp/ample.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
-SN_BUDGET=$((peak / 2 + (6 << 20))) SN_REPORT="$tmp/half.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
-    >/dev/null 2>&1
-m() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["manage"][sys.argv[2]])' "$@"; }
-echo "# ample: swap_in $(m "$tmp/ample.json" swap_in), stall_in_ms $(m "$tmp/ample.json" stall_in_ms);" \
-     "half: swap_in $(m "$tmp/half.json" swap_in), swap_out $(m "$tmp/half.json" swap_out)," \
-     "stall_in_ms $(m "$tmp/half.json" stall_in_ms), stall_out_ms $(m "$tmp/half.json" stall_out_ms)"
-check "report, ample budget: nothing swapped, no stall" \
-    "[ \"\$(m '$tmp/ample.json' swap_in)\" = 0 ] && [ \"\$(m '$tmp/ample.json' swap_out)\" = 0 ] &&
-     python3 -c 'import sys; sys.exit(float(sys.argv[1]) != 0 or float(sys.argv[2]) != 0)' \
-        \"\$(m '$tmp/ample.json' stall_in_ms)\" \"\$(m '$tmp/ample.json' stall_out_ms)\""
-check "report, half the peak: swaps both ways, stalls measured, every swap-in timed" \
-    "[ \"\$(m '$tmp/half.json' swap_in)\" -gt 0 ] && [ \"\$(m '$tmp/half.json' swap_out)\" -gt 0 ] &&
-     [ \"\$(m '$tmp/half.json' stall_unmeasured)\" = 0 ] &&
-     python3 -c 'import sys; sys.exit(not (float(sys.argv[1]) > 0 and float(sys.argv[2]) > 0))' \
-        \"\$(m '$tmp/half.json' stall_in_ms)\" \"\$(m '$tmp/half.json' stall_out_ms)\""
+if have_bytes "report" "ResNet's peak_bytes" "$peak"; then
+    SN_REPORT="$tmp/ample.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >/dev/null 2>&1
+    SN_BUDGET=$((peak / 2 + (6 << 20))) SN_REPORT="$tmp/half.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+        >/dev/null 2>&1
+    echo "# ample: swap_in $(m "$tmp/ample.json" swap_in), stall_in_ms $(m "$tmp/ample.json" stall_in_ms);" \
+         "half: swap_in $(m "$tmp/half.json" swap_in), swap_out $(m "$tmp/half.json" swap_out)," \
+         "stall_in_ms $(m "$tmp/half.json" stall_in_ms), stall_out_ms $(m "$tmp/half.json" stall_out_ms)"
+    check "report, ample budget: nothing swapped, no stall" \
+        "[ \"\$(m '$tmp/ample.json' swap_in)\" = 0 ] && [ \"\$(m '$tmp/ample.json' swap_out)\" = 0 ] &&
+         python3 -c 'import sys; sys.exit(float(sys.argv[1]) != 0 or float(sys.argv[2]) != 0)' \
+            \"\$(m '$tmp/ample.json' stall_in_ms)\" \"\$(m '$tmp/ample.json' stall_out_ms)\""
+    check "report, half the peak: swaps both ways, stalls measured, every swap-in timed" \
+        "[ \"\$(m '$tmp/half.json' swap_in)\" -gt 0 ] && [ \"\$(m '$tmp/half.json' swap_out)\" -gt 0 ] &&
+         [ \"\$(m '$tmp/half.json' stall_unmeasured)\" = 0 ] &&
+         python3 -c 'import sys; sys.exit(not (float(sys.argv[1]) > 0 and float(sys.argv[2]) > 0))' \
+            \"\$(m '$tmp/half.json' stall_in_ms)\" \"\$(m '$tmp/half.json' stall_out_ms)\""
+fi
 
 # Predicted dead contents: once the run follows the learned iteration, a
 # block whose next use always overwrites it whole is dropped instead of
@@ -234,13 +237,14 @@ for style in "${nvstyles[@]}"; do
     least=$(m "$tmp/np.json" smallest_budget 2>/dev/null)
     check "no VMM, $style: the pool runs bit-identically, and the report says a contiguous pool ran" \
         "[ $rc -eq 0 ] && diff -q '$tmp/np.plain.learned' '$tmp/np.learned' >/dev/null &&
-         m '$tmp/np.json' backing | grep -q 'contiguous pool' && [ -n '$least' ]"
-    SIMGPU_VMM=0 SN_BUDGET="${least:-1M}" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >"$tmp/np2.out" 2>&1
+         m '$tmp/np.json' backing | grep -q 'contiguous pool'"
+    have_bytes "no VMM, $style: the high-water mark" "smallest_budget" "$least" || continue
+    SIMGPU_VMM=0 SN_BUDGET="$least" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >"$tmp/np2.out" 2>&1
     rc=$?
     learned "$tmp/np2.out" >"$tmp/np2.learned"
     check "no VMM, $style: at the measured high-water mark (SN_BUDGET=$least) bit-identical" \
         "[ $rc -eq 0 ] && diff -q '$tmp/np.plain.learned' '$tmp/np2.learned' >/dev/null"
-    SIMGPU_VMM=0 SN_BUDGET=$(( ${least:-4194304} / 2 )) LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+    SIMGPU_VMM=0 SN_BUDGET=$((least / 2)) LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
         >"$tmp/np3.out" 2>&1
     rc=$?
     check "no VMM, $style: at half of it a clean out-of-memory (exit $rc), said by libsn" \
@@ -277,11 +281,12 @@ p = m["plan"] or {}
 print(" ".join(str(p[k] if k in p else m[k]) for k in sys.argv[2:]))' "$@" 2>/dev/null; }
 offplan() { # TAG POLICY TRAINER-ARGS...: runs it with and without libsn; sets rc, same
     local tag=$1 pol=$2; shift 2
+    rc=1 same=1
+    have_bytes "off the plan, $tag" "the trace run's allocations (bytes)" "$budget" || return
     "$trainer" "${base[@]}" "$@" >"$tmp/op.plain" 2>&1
-    SN_POLICY=$pol SN_CANDIDATES=1 SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.$tag.json" \
+    SN_POLICY=$pol SN_CANDIDATES=1 SN_BUDGET=$budget SN_REPORT="$tmp/op.$tag.json" \
         LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" "$@" >"$tmp/op.$tag.out" 2>"$tmp/op.$tag.err"
     rc=$?
-    same=1
     [ "$(full "$tmp/op.plain" | grep -c .)" -gt 20 ] && diff -q <(full "$tmp/op.plain") <(full "$tmp/op.$tag.out") >/dev/null &&
         same=0
 }
@@ -316,13 +321,15 @@ if [ -z "${SANITIZE:-}" ]; then
     check "off the plan, auto: evaluation passes every 2 iterations are part of the iteration learned, bit-identical" \
         "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$left' = 0 ] && [ '$it' -gt 0 ] && [ '$reads' = 0 ]"
     # the text report says it too
-    SN_BUDGET=${budget:-missing} SN_REPORT="$tmp/op.txt" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" --rebatch 8:12 \
-        --eval-every 6 >/dev/null 2>&1
-    check "off the plan: the text report counts departures, resumptions and re-learnings" \
-        "grep -qE '^ +off the plan +[1-9][0-9]* times the run left the learned sequence, [1-9][0-9]* steps off it .*resumed [1-9]' '$tmp/op.txt' &&
-         grep -qE '^ +learned anew +1 times of 1 begun' '$tmp/op.txt' &&
-         grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt' &&
-         grep -qE '^ +bound +no plan under this budget runs an iteration in less than [0-9.]+ ms' '$tmp/op.txt'"
+    if have_bytes "off the plan: the text report" "the trace run's allocations (bytes)" "$budget"; then
+        SN_BUDGET=$budget SN_REPORT="$tmp/op.txt" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" --rebatch 8:12 \
+            --eval-every 6 >/dev/null 2>&1
+        check "off the plan: the text report counts departures, resumptions and re-learnings" \
+            "grep -qE '^ +off the plan +[1-9][0-9]* times the run left the learned sequence, [1-9][0-9]* steps off it .*resumed [1-9]' '$tmp/op.txt' &&
+             grep -qE '^ +learned anew +1 times of 1 begun' '$tmp/op.txt' &&
+             grep -qE '^ +plan +auto, followed [0-9]+ iterations \([1-9][0-9]* under the last of 2 plans\)' '$tmp/op.txt' &&
+             grep -qE '^ +bound +no plan under this budget runs an iteration in less than [0-9.]+ ms' '$tmp/op.txt'"
+    fi
 fi
 
 # auto's candidate plans: with the slack wide open a small ResNet has
@@ -332,6 +339,7 @@ fi
 cand=(--net resnet --depth 20 --input 32 --batch 16 --width 8 --iters 40)
 "$trainer" "${cand[@]}" >"$tmp/cand.plain" 2>&1
 cpeak=$(peak_of "$trainer" "${cand[@]}")
+have_bytes "auto's candidates" "ResNet-20's peak_bytes" "$cpeak" || exit 1
 SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand.json" LD_PRELOAD="$SN_PRELOAD" \
     "$trainer" "${cand[@]}" >"$tmp/cand.out" 2>&1
 rc=$?

@@ -53,6 +53,8 @@ TEST_SCRIPTS += tests/test_sn_planning.sh
 TEST_SCRIPTS += tests/test_gpu_scripts.sh
 # The runner itself: side by side, verdicts, interruption.
 TEST_SCRIPTS += tests/test_run_tests.sh
+# A bench script whose measurements fail writes no table.
+TEST_SCRIPTS += tests/test_bench_scripts.sh
 
 # The longest scripts (in every build, sanitizers included), started first
 # so that tests/run_tests.sh's workers finish together; the rest follow in
