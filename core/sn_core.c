@@ -1059,9 +1059,11 @@ static __attribute__((noinline, cold)) int sn_core_nomem(const sn_call *c, sn_ar
  * with the call's other memory in place of the framework's buffer, which
  * the call then does not touch. When the call cannot fit that way, it runs
  * as the framework asked. Returns what make_resident returns. */
-static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, const sn_access_uses *u,
-                                 int64_t pos, int algo, uint64_t ws, int supply)
+static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos,
+                                 const sn_plan_due *due)
 {
+    const int algo = due->conv_algo, supply = due->conv_supply;
+    const uint64_t ws = due->conv_ws;
     int changed = algo != c->algo;
     t->conv_pos = pos;
     if (!supply && ws <= c->workspace) {
@@ -1347,7 +1349,22 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
     sn_own_work_end(lib);
 }
 
-int sn_core_call_begin(sn_call *c, sn_step_token *t)
+/* One call's way through sn_core_call_begin: its accesses resolved once
+ * for the tracer and the arena, logged, made resident, timed. */
+typedef struct sn_begin {
+    sn_device *d;
+    int managing, log, time_it, planned;
+    int64_t pos;
+    sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
+    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
+    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
+    sn_access_uses uses;
+    sn_access_result res;
+    const sn_trace_access *accs;
+    sn_plan_due due;
+} sn_begin;
+
+static void sn_token_init(const sn_call *c, sn_step_token *t)
 {
     t->dev = c->dev;
     t->index = -1;
@@ -1360,50 +1377,37 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     t->conv_ws = NULL;
     t->conv_ws_bytes = 0;
     t->conv_pos = -1;
-    if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
-        return 0;
-    int managing = sn_managing();
-    sn_device *d = &sn_devs[c->dev];
-    /* While profiling, a step is timed with events on its stream; a call
-     * being captured into a graph is neither timed nor logged. After the
-     * profile nothing is recorded on the program's streams, and the
-     * question is not worth its cost. */
-    int log = __atomic_load_n(&d->profiled, __ATOMIC_ACQUIRE) || !sn_stream_capturing(c->stream);
-    if (log)
-        sn_register_exit();
-    sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
-    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
-    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
-    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
-                           peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
-    int time_it = 0, planned = 0;
-    int64_t pos = -1;
-    sn_plan_due due;
-    /* One resolution serves both the tracer and the arena: this thread's
-     * memo of it while the registry has not changed (no registry lock),
-     * else a pass over the registry under its lock, hand over hand with
-     * the device's: the accesses are logged before an allocation can go
-     * away. */
-    const int acap = (int)(sizeof acc / sizeof acc[0]);
-    sn_access_uses *up = managing ? &uses : NULL;
+}
+
+/* One resolution serves both the tracer and the arena: this thread's memo
+ * of it while the registry has not changed (no registry lock), else a pass
+ * over the registry under its lock, hand over hand with the device's: the
+ * accesses are logged before an allocation can go away. Returns with the
+ * device's lock held when the call is logged (b->log). */
+static void sn_begin_resolve(const sn_call *c, sn_begin *b)
+{
+    sn_device *d = b->d;
+    b->uses = (sn_access_uses){b->use, sizeof b->use / sizeof b->use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0,
+                               0, b->peer_use, sizeof b->peer_use / sizeof b->peer_use[0], 0, 0, 0};
+    const int acap = (int)(sizeof b->acc / sizeof b->acc[0]);
+    sn_access_uses *up = b->managing ? &b->uses : NULL;
     uint64_t gen = 0;
     sn_access_memo_ref ref;
-    sn_access_result res;
-    const sn_trace_access *accs = acc;
+    b->accs = b->acc;
     for (;;) {
-        int hit = sn_access_recall(&sn_reg, c, acap, &res, &accs, up, &gen, &ref);
+        int hit = sn_access_recall(&sn_reg, c, acap, &b->res, &b->accs, up, &gen, &ref);
         if (!hit) {
-            accs = acc;
-            uses.use = use;
-            uses.n = uses.npeer = 0;
-            uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
-            uses.peer_dev = -1;
-            uses.peer_all = uses.more_devices = 0;
+            b->accs = b->acc;
+            b->uses.use = b->use;
+            b->uses.n = b->uses.npeer = 0;
+            b->uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
+            b->uses.peer_dev = -1;
+            b->uses.peer_all = b->uses.more_devices = 0;
             sn_lock_take(&sn_reg_lock);
-            res = sn_access_resolve_locked(&sn_reg, c, acc, acap, up);
-            sn_access_remember(&ref, c, sn_reg.gen, acc, acap, &res, up);
+            b->res = sn_access_resolve_locked(&sn_reg, c, b->acc, acap, up);
+            sn_access_remember(&ref, c, sn_reg.gen, b->acc, acap, &b->res, up);
         }
-        if (!log) {
+        if (!b->log) {
             if (!hit)
                 sn_lock_give(&sn_reg_lock);
             break;
@@ -1420,76 +1424,88 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
             break;
         sn_lock_give(&d->lock);
     }
-    if (log) {
-        sn_trace *tr = sn_trace_of_locked(c->dev);
-        if (tr) {
-            tr->unknown_ranges += res.unknown;
-            unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
-            if (res.incomplete)
-                flags |= SN_TC_OPAQUE;
-            if (c->flags & SN_CALL_HOST_PINNED)
-                flags |= SN_TC_HOST_PINNED;
-            /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
-            t->index = sn_trace_call_add(tr, c, flags, accs, res.nacc);
-            /* a convolution configuration seen for the first time while
-             * profiling: its algorithms are measured once (not for
-             * SN_POLICY=lru, which makes no plan to choose them) */
-            if (t->index >= 0 && c->conf && managing && !d->profiled && sn_opt.workspace != SN_WORKSPACE_KEEP &&
-                sn_opt.policy != SN_POLICY_LRU)
-                t->measure = sn_trace_algos_claim(tr, c->conf);
-            if (__builtin_expect(tr->events != 0, 0))
-                sn_relearn_events_locked(d, tr);
-            if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
-                sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
-            pos = tr->run.position;
-            time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
-            /* the plan's step, in the trace's order */
-            if (managing && sn_plan_state_get(&d->mgr.state) == SN_PLAN_FOLLOWED) {
-                sn_manage_due_locked(&d->mgr, pos, c, &due);
-                planned = 1;
-            }
-        }
-        sn_lock_give(&d->lock);
+}
+
+/* The call in the device's log (its lock held): a step or a transfer,
+ * the profile's signature, and, when a plan is followed, what it has due
+ * at this call. */
+static void sn_begin_log_locked(const sn_call *c, sn_step_token *t, sn_begin *b)
+{
+    sn_device *d = b->d;
+    sn_trace *tr = sn_trace_of_locked(c->dev);
+    if (!tr)
+        return;
+    tr->unknown_ranges += b->res.unknown;
+    unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
+    if (b->res.incomplete)
+        flags |= SN_TC_OPAQUE;
+    if (c->flags & SN_CALL_HOST_PINNED)
+        flags |= SN_TC_HOST_PINNED;
+    /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
+    t->index = sn_trace_call_add(tr, c, flags, b->accs, b->res.nacc);
+    /* a convolution configuration seen for the first time while
+     * profiling: its algorithms are measured once (not for SN_POLICY=lru,
+     * which makes no plan to choose them) */
+    if (t->index >= 0 && c->conf && b->managing && !d->profiled && sn_opt.workspace != SN_WORKSPACE_KEEP &&
+        sn_opt.policy != SN_POLICY_LRU)
+        t->measure = sn_trace_algos_claim(tr, c->conf);
+    if (__builtin_expect(tr->events != 0, 0))
+        sn_relearn_events_locked(d, tr);
+    if (t->index >= 0 && (flags & SN_TC_STEP) && !d->profiled)
+        sn_profile_step_locked(d, tr, tr->calls[t->index].sig);
+    b->pos = tr->run.position;
+    b->time_it = t->index >= 0 && d->origin_state != -1 && !d->profiled && d->npending < SN_MAX_PENDING;
+    /* the plan's step, in the trace's order */
+    if (b->managing && sn_plan_state_get(&d->mgr.state) == SN_PLAN_FOLLOWED) {
+        sn_manage_due_locked(&d->mgr, b->pos, c, &b->due);
+        b->planned = 1;
     }
-    /* Manage mode: the plan's moves due now, then what the call touches,
-     * resident before it is forwarded (with no core lock held: the arena
-     * moves memory). A call that cannot fit fails, as a real call out of
-     * memory does. */
-    if (managing) {
-        int ps = sn_plan_state_get(&d->mgr.state);
-        if (ps == SN_PLAN_WANTED && sn_plan_claim(&d->mgr.state))
-            sn_core_plan_claim(c->dev);
-        else if (ps == SN_PLAN_READY)
-            sn_core_plan_install(c->dev);
-        else if (planned && (due.start || due.note || due.nout || due.nin || due.sync ||
-                               (!due.gathered && sn_arena_leaving(sn_arena_of(c->dev)))))
-            sn_core_plan_moves(c->dev, pos, c->stream, &due);
-        int rc = planned && due.conv
-                     ? sn_core_conv_resident(d, c, t, &uses, pos, due.conv_algo, due.conv_ws, due.conv_supply)
-                     : sn_core_make_resident(c, t, &uses, pos, 0, 0);
-        if (rc != 0) {
-            if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
-                sn_lock_take(&d->lock);
-                sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
-                sn_lock_give(&d->lock);
-            }
-            t->index = -1;
-            return SN_CORE_NOMEM;
+}
+
+/* Manage mode: the plan's moves due now, then what the call touches,
+ * resident before it is forwarded (with no core lock held: the arena
+ * moves memory). A call that cannot fit fails, as a real call out of
+ * memory does. */
+static int sn_begin_manage(sn_call *c, sn_step_token *t, sn_begin *b)
+{
+    sn_device *d = b->d;
+    const sn_plan_due *due = &b->due;
+    int ps = sn_plan_state_get(&d->mgr.state);
+    if (ps == SN_PLAN_WANTED && sn_plan_claim(&d->mgr.state))
+        sn_core_plan_claim(c->dev);
+    else if (ps == SN_PLAN_READY)
+        sn_core_plan_install(c->dev);
+    else if (b->planned && (due->start || due->note || due->nout || due->nin || due->sync ||
+                            (!due->gathered && sn_arena_leaving(sn_arena_of(c->dev)))))
+        sn_core_plan_moves(c->dev, b->pos, c->stream, due);
+    int rc = b->planned && due->conv ? sn_core_conv_resident(d, c, t, &b->uses, b->pos, due)
+                                     : sn_core_make_resident(c, t, &b->uses, b->pos, 0, 0);
+    if (rc != 0) {
+        if (t->index >= 0 || t->index == SN_TRACE_UNRECORDED) {
+            sn_lock_take(&d->lock);
+            sn_trace_call_failed(d->trace, t->index, sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP);
+            sn_lock_give(&d->lock);
         }
-        if (c->lib_handle)
-            sn_lib_scope_open(sn_arena_peek(c->dev), c->lib_handle);
+        t->index = -1;
+        return SN_CORE_NOMEM;
     }
-    if (!time_it)
-        return 0;
-    /* Time zero of the device: an event recorded before its first timed
-     * step, on a non-blocking stream of libsn's own: on the legacy stream
-     * it would synchronise with (and so invalidate) a capture the program
-     * has under way on a blocking stream. One thread sets it up (state 2),
-     * outside the lock; steps meanwhile go untimed. */
+    if (c->lib_handle)
+        sn_lib_scope_open(sn_arena_peek(c->dev), c->lib_handle);
+    return 0;
+}
+
+/* A step timed while profiling: an event on its stream now, another at
+ * its end. Time zero of the device: an event recorded before its first
+ * timed step, on a non-blocking stream of libsn's own: on the legacy
+ * stream it would synchronise with (and so invalidate) a capture the
+ * program has under way on a blocking stream. One thread sets it up
+ * (state 2), outside the lock; steps meanwhile go untimed. */
+static void sn_begin_time(const sn_call *c, sn_step_token *t, sn_device *d)
+{
     sn_lock_take(&d->lock);
     if (d->origin_state == -1 || d->origin_state == 2) {
         sn_lock_give(&d->lock);
-        return 0;
+        return;
     }
     int setup_origin = d->origin_state == 0;
     if (setup_origin)
@@ -1506,19 +1522,47 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
         sn_lock_give(&d->lock);
         if (!ok) {
             sn_info("device %d: step timing unavailable (cannot record events)", c->dev);
-            return 0;
+            return;
         }
     }
     t->start = sn_event_get(d);
     t->stop = sn_event_get(d);
     if (t->start && t->stop && sn_record(t->start, c->stream) == 0) {
         t->timed = 1;
-        return 0;
+        return;
     }
     sn_lock_take(&d->lock);
     sn_event_put_locked(d, t->start);
     sn_event_put_locked(d, t->stop);
     sn_lock_give(&d->lock);
+}
+
+int sn_core_call_begin(sn_call *c, sn_step_token *t)
+{
+    sn_token_init(c, t);
+    if (!sn_core_ready || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
+        return 0;
+    sn_begin b;
+    b.d = &sn_devs[c->dev];
+    b.managing = sn_managing();
+    b.time_it = b.planned = 0;
+    b.pos = -1;
+    /* While profiling, a step is timed with events on its stream; a call
+     * being captured into a graph is neither timed nor logged. After the
+     * profile nothing is recorded on the program's streams, and the
+     * question is not worth its cost. */
+    b.log = __atomic_load_n(&b.d->profiled, __ATOMIC_ACQUIRE) || !sn_stream_capturing(c->stream);
+    if (b.log)
+        sn_register_exit();
+    sn_begin_resolve(c, &b);
+    if (b.log) {
+        sn_begin_log_locked(c, t, &b);
+        sn_lock_give(&b.d->lock);
+    }
+    if (b.managing && sn_begin_manage(c, t, &b) != 0)
+        return SN_CORE_NOMEM;
+    if (b.time_it)
+        sn_begin_time(c, t, b.d);
     return 0;
 }
 
