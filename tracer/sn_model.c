@@ -570,6 +570,14 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
     return best;
 }
 
+/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
+ * per window step, whether it leads to the result (need); per trace
+ * tensor, the previous pass's marks from sn_pass_inputs (input) and that
+ * function's own scratch (seen). */
+typedef struct sn_pass_scratch {
+    char *need, *input, *seen;
+} sn_pass_scratch;
+
 /* Where a forward pass ending at c begins, the previous one having begun
  * at s_prev and ended at T_prev (-1: none known): the first position q
  * after T_prev from which no step up to c uses a value made at or after
@@ -580,9 +588,9 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
  * exact steps that do not lead to c (clearing gradients for the backward
  * pass) are left before it. The pass must hold an exact step. Returns -1
  * when there is no such q. */
-static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, char *need, char *input,
-                         char *seen)
+static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, const sn_pass_scratch *sc)
 {
+    char *need = sc->need, *input = sc->input, *seen = sc->seen;
     sn_pass_inputs(w, s_prev, T_prev, c, input, seen);
     int lo = T_prev + 1, best = -1;
     int mn = w->n; /* min over [q, c] of the earliest writer a step there depends on */
@@ -709,7 +717,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
      * all, right after it) */
     for (int i = 1, anyway = 0; i < ncand; i++) {
         int c = cand[i];
-        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, need, mark, seen)
+        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &(sn_pass_scratch){need, mark, seen})
                               : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, need);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
