@@ -2135,6 +2135,10 @@ int sn_model_link_layers(sn_model *m, const sn_model_edge *v, int n, const int *
     return 0;
 }
 
+/* What the iteration does with a tensor: used in a forward step (not a
+ * fill), in the backward pass before any other use, in the update, in the
+ * backward pass, other than as scratch; made first by a convolution; a
+ * value the forward pass produces. */
 enum { F_FWD = 1, F_BWD_FIRST = 2, F_UPD = 4, F_BWD = 8, F_NONSCRATCH = 16, F_CONV_OUT = 32, F_VALUE = 64 };
 
 /* Per model tensor, what the iteration does with it (F_* flags) and the
