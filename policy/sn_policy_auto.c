@@ -719,6 +719,10 @@ static int trial_order(const sn_pol *P, const pool *pl, int order[SN_PLAN_TRIALS
     return n;
 }
 
+/* The candidates in the order they are made (libsn's own plan first, as
+ * the gathered ones start from it; the seeds' in one run, which
+ * trial_order is told of), then the trials chosen from them and the plan
+ * handed back. */
 int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
 {
     candidate c[MAX_CANDIDATES];
