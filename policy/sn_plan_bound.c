@@ -82,6 +82,26 @@ static int cmp_off_desc(const void *a, const void *b, void *arg)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* What every step's window is judged from: the model, the gaps, each
+ * step's compute time, and per distance from the step the bytes coming in
+ * (in_by) and going out (out_by), scratch of stall_at. */
+typedef struct windows {
+    const sn_plan_model *m;
+    const gap *g;
+    int ng;
+    const double *comp;
+    uint64_t *in_by, *out_by;
+} windows;
+
+/* One direction of copies around a step: the bytes by distance, the
+ * link's rate, and whether the distance counts ahead (copies in) or back
+ * (copies out). */
+typedef struct copies {
+    const uint64_t *by;
+    double bytes_per_ms;
+    int ahead;
+} copies;
+
 /* The stall forced around step s, whose off-device contents are off[s],
  * kept the contents it may choose them from: by = bytes read d steps
  * after s (the copies in: what is read by step s+d and away at s comes
@@ -91,9 +111,13 @@ static int cmp_off_desc(const void *a, const void *b, void *arg)
  * .. s-1 run, and the contents written first may be the ones away; clean
  * ones, by[0], need no copy). The worst window's stall, its other end in
  * *other. */
-static double window_stall(const sn_plan_model *m, int s, uint64_t off, uint64_t kept, const uint64_t *by,
-                           const double *comp, double bytes_per_ms, int ahead, int *other)
+static double window_stall(const windows *W, int s, uint64_t off, uint64_t kept, const copies *dir, int *other)
 {
+    const sn_plan_model *m = W->m;
+    const double *comp = W->comp;
+    const uint64_t *by = dir->by;
+    double bytes_per_ms = dir->bytes_per_ms;
+    int ahead = dir->ahead;
     int n = m->nsteps;
     double between = 0, worst = 0;
     uint64_t counted = 0;
@@ -116,9 +140,12 @@ static double window_stall(const sn_plan_model *m, int s, uint64_t off, uint64_t
 
 /* The stall no plan avoids around step s (the worse of the copies in and
  * the copies out), its window in *from, *to. */
-static double stall_at(const sn_plan_model *m, int s, uint64_t off, const gap *g, int ng, const double *comp,
-                       uint64_t *in_by, uint64_t *out_by, int *from, int *to)
+static double stall_at(const windows *W, int s, uint64_t off, int *from, int *to)
 {
+    const sn_plan_model *m = W->m;
+    const gap *g = W->g;
+    int ng = W->ng;
+    uint64_t *in_by = W->in_by, *out_by = W->out_by;
     int n = m->nsteps;
     uint64_t kept = 0;
     for (int d = 0; d < n; d++)
@@ -133,8 +160,8 @@ static double stall_at(const sn_plan_model *m, int s, uint64_t off, const gap *g
         kept += g[i].bytes;
     }
     int e_in = -1, w_out = -1;
-    double in = m->h2d_gbps > 0 ? window_stall(m, s, off, kept, in_by, comp, m->h2d_gbps * 1e6, 1, &e_in) : 0;
-    double out = m->d2h_gbps > 0 ? window_stall(m, s, off, kept, out_by, comp, m->d2h_gbps * 1e6, 0, &w_out) : 0;
+    double in = m->h2d_gbps > 0 ? window_stall(W, s, off, kept, &(copies){in_by, m->h2d_gbps * 1e6, 1}, &e_in) : 0;
+    double out = m->d2h_gbps > 0 ? window_stall(W, s, off, kept, &(copies){out_by, m->d2h_gbps * 1e6, 0}, &w_out) : 0;
     if (in >= out) {
         *from = s;
         *to = e_in;
@@ -238,9 +265,10 @@ int sn_plan_bound_of(const sn_plan_model *m, uint64_t budget, sn_plan_bound *out
         out->transfer_ms = (double)out->offdevice_bytes / (m->h2d_gbps * 1e6);
     if (out->offdevice_bytes) {
         qsort_r(order, (size_t)n, sizeof *order, cmp_off_desc, off);
+        const windows W = {m, g, ng, comp, in_by, out_by};
         for (int k = 0; k < n && k < SN_BOUND_WINDOW_STEPS && off[order[k]]; k++) {
             int s = order[k], from = -1, to = -1;
-            double stall = stall_at(m, s, off[s], g, ng, comp, in_by, out_by, &from, &to);
+            double stall = stall_at(&W, s, off[s], &from, &to);
             if (stall > out->stall_ms) {
                 out->stall_ms = stall;
                 out->window_from = from;

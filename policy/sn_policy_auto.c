@@ -410,17 +410,25 @@ static int candidate_new(const sn_pol *P, candidate *c)
     return c->algo ? 0 : -1;
 }
 
+/* What a family of gathered plans is made from: a recipe of libsn's own,
+ * the algorithms it was found with and the policy state (model) it is
+ * built on. */
+typedef struct gather_src {
+    const sn_pol *on;
+    recipe r;
+    int *algo;
+} gather_src;
+
 /* One family of gathered candidates (pace: sn_pol_gather_at's), added to
- * c[*nc...]: per budget fraction the recipe gr made for it (on P0) and
- * gathered at the window count that predicts fastest; the family's best
+ * c[*nc...]: per budget fraction the recipe g->r made for it (on g->on)
+ * and gathered at the window count that predicts fastest; the family's best
  * with its sync steps searched; and that one paced one move at a time
  * (sn_pol_pace), a candidate of its own, since the timeline leaves out the
  * host's work and the plan before may still measure faster. Returns 0 or
  * -1. */
-static int gather_family(const sn_pol *P, const sn_pol *P0, const recipe *gr, const int *galgo, int pace,
-                         candidate *c, int *nc)
+static int gather_family(const sn_pol *P, const gather_src *g, int pace, candidate *c, int *nc)
 {
-    sn_pol Q = *P0;
+    sn_pol Q = *g->on;
     sn_pol_acts G = {0}, B = {0}, gbase = {0};
     sn_plan_timeline tl;
     int gbest = -1, rc = -1;
@@ -431,8 +439,8 @@ static int gather_family(const sn_pol *P, const sn_pol *P0, const recipe *gr, co
         if (candidate_new(P, x) < 0)
             goto out;
         (*nc)++;
-        memcpy(x->algo, galgo, (size_t)P->ns * sizeof *x->algo);
-        if (build(&Q, gr, x->algo, &B) < 0)
+        memcpy(x->algo, g->algo, (size_t)P->ns * sizeof *x->algo);
+        if (build(&Q, &g->r, x->algo, &B) < 0)
             goto out;
         for (int w = 0; w < NGATHER; w++) {
             if (sn_pol_gather(P, &B, x->algo, gather_windows[w], pace, &G) < 0 ||
@@ -475,20 +483,11 @@ out:
     return rc;
 }
 
-int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
+/* The seed policies' plans, each also with liveness added, as candidates
+ * c[*pn...]; *pbest follows the fastest predicted. */
+static int seed_candidates(const sn_pol *P, candidate *c, int *pn, int *pbest, sn_plan_timeline *tl)
 {
-    candidate c[MAX_CANDIDATES];
-    int nc = 0, best = 0, rc = -1;
-    sn_plan_timeline tl;
-    if (candidate_new(P, &c[0]) < 0)
-        return -1;
-    nc = 1;
-    recipe own_r;
-    if (own_search(P, &c[0].acts, c[0].algo, &tl, &own_r) < 0)
-        goto out;
-    int own_ok = own_r.rule >= 0;
-    if (tl.feasible)
-        c[0].ms = tl.iter_ms;
+    int nc = *pn, best = *pbest, rc = -1;
     /* The safety net: every seed policy's plan is simulated too, and one
      * that the timeline predicts strictly faster (and feasible) replaces
      * libsn's own. This is what auto means — the best plan libsn knows for
@@ -513,7 +512,6 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
     sn_plan_model sm0;
     sn_pol SP0;
     const sn_pol *SP = sn_pol_step_workspace(P, &sm0, &SP0);
-    const int seed_first = nc;
     for (size_t k = 0; k < 2 * (sizeof seeds / sizeof *seeds); k++) {
         const sn_pol *Q = k & 1 ? &live : P;
         size_t i = k / 2;
@@ -524,21 +522,30 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             goto out;
         nc++;
         x->seed = seeds[i];
-        if (sn_policy_run(Q, seeds[i], &x->acts, x->algo) < 0 || sn_pol_eval(P, &x->acts, x->algo, P->budget, &tl, NULL) < 0)
+        if (sn_policy_run(Q, seeds[i], &x->acts, x->algo) < 0 || sn_pol_eval(P, &x->acts, x->algo, P->budget, tl, NULL) < 0)
             goto out;
-        if (tl.feasible)
-            x->ms = tl.iter_ms;
-        else if (SP != P && sn_pol_eval(SP, &x->acts, x->algo, P->budget, &tl, NULL) == 0 && tl.feasible)
-            x->alone_ms = tl.iter_ms;
+        if (tl->feasible)
+            x->ms = tl->iter_ms;
+        else if (SP != P && sn_pol_eval(SP, &x->acts, x->algo, P->budget, tl, NULL) == 0 && tl->feasible)
+            x->alone_ms = tl->iter_ms;
         if (x->ms < c[best].ms)
             best = nc - 1;
     }
-    const int seed_end = nc;
-    /* Moving nothing, when that fits and is predicted no slower: every move
-     * costs host time the timeline leaves out (mapping, unmapping, events),
-     * and a drop of dead contents saves nothing when memory is ample. First
-     * with the algorithms chosen (faster ones where the framework's were
-     * not the fastest), then with the framework's own. */
+    rc = 0;
+out:
+    *pn = nc;
+    *pbest = best;
+    return rc;
+}
+
+/* Moving nothing, when that fits and is predicted no slower: every move
+ * costs host time the timeline leaves out (mapping, unmapping, events),
+ * and a drop of dead contents saves nothing when memory is ample. First
+ * with the algorithms chosen (faster ones where the framework's were
+ * not the fastest), then with the framework's own. */
+static int idle_candidates(const sn_pol *P, candidate *c, int *pn, int *pbest, sn_plan_timeline *tl)
+{
+    int nc = *pn, best = *pbest, rc = -1;
     for (int k = 0; k < 2; k++) {
         candidate *x = &c[nc];
         if (candidate_new(P, x) < 0)
@@ -548,77 +555,92 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             memcpy(x->algo, c[best].algo, (size_t)P->ns * sizeof *x->algo);
         else
             sn_pol_algo_framework(P, x->algo);
-        if (sn_pol_eval(P, &x->acts, x->algo, P->budget, &tl, NULL) == 0 && tl.feasible)
-            x->ms = tl.iter_ms;
+        if (sn_pol_eval(P, &x->acts, x->algo, P->budget, tl, NULL) == 0 && tl->feasible)
+            x->ms = tl->iter_ms;
         if (isfinite(x->ms) && x->ms <= c[best].ms + 1e-9)
             best = nc - 1;
     }
-    /* On a VMM arena: libsn's own plan made again for less than the budget and
-     * gathered at a few sync steps an iteration (sn_policy_gather.c),
-     * which holds memory longer and maps it earlier but waits less; per
-     * budget fraction the best window count is a candidate. */
-    if (P->m->remap_drains && own_ok) {
-        /* the recipe gathered is libsn's own made for a workspace held
-         * for its step, as a stretch holds it, rather than for the whole
-         * iteration as the scratch of a plan without sync steps is: made
-         * so, its algorithms may take more where memory allows */
-        sn_plan_model m0;
-        sn_pol P0buf;
-        const sn_pol *P0 = sn_pol_step_workspace(P, &m0, &P0buf);
-        /* Two recipes: the best without sync steps (where nothing waits
-         * for the copies in flight), and the best when every remapping
-         * waits for them (remap_wait_all), each built on its own model;
-         * either may gather better (VGG-16 b256 in 12 GB: 5314 ms
-         * predicted from the first, 4432 from the second; VGG-16 b32 at
-         * half its peak: 642 measured from the first, 731 from the
-         * second). The gathered plans are judged on P. */
-        sn_plan_model mw = *P0->m;
-        mw.remap_wait_all = 1;
-        sn_pol PW = *P0;
-        PW.m = &mw;
-        const sn_pol *on[2] = {P0, &PW};
-        recipe gr[2];
-        int *galgo[2] = {malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int)),
-                         malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int))};
-        int grc = galgo[0] && galgo[1] ? 0 : -1;
-        for (int k = 0; k < 2 && grc == 0; k++) {
-            gr[k] = own_r;
-            memcpy(galgo[k], c[0].algo, (size_t)P->ns * sizeof(int));
-            if (k == 0 && P0 == P)
-                continue; /* own_r is that recipe already */
-            sn_pol_acts A0 = {0};
-            grc = own_search(on[k], &A0, galgo[k], &tl, &gr[k]);
-            sn_pol_acts_free(&A0);
-            if (grc == 0 && gr[k].rule < 0) {
-                gr[k] = own_r;
-                memcpy(galgo[k], c[0].algo, (size_t)P->ns * sizeof(int));
-            }
+    rc = 0;
+out:
+    *pn = nc;
+    *pbest = best;
+    return rc;
+}
+
+/* On a VMM arena: libsn's own plan made again for less than the budget and
+ * gathered at a few sync steps an iteration (sn_policy_gather.c), which
+ * holds memory longer and maps it earlier but waits less; per budget
+ * fraction the best window count is a candidate, added to c[*nc...].
+ * own_r and c[0].algo: libsn's own plan's recipe and algorithms. */
+static int gathered_candidates(const sn_pol *P, recipe own_r, candidate *c, int *nc, sn_plan_timeline *tl)
+{
+    /* the recipe gathered is libsn's own made for a workspace held
+     * for its step, as a stretch holds it, rather than for the whole
+     * iteration as the scratch of a plan without sync steps is: made
+     * so, its algorithms may take more where memory allows */
+    sn_plan_model m0;
+    sn_pol P0buf;
+    const sn_pol *P0 = sn_pol_step_workspace(P, &m0, &P0buf);
+    /* Two recipes: the best without sync steps (where nothing waits
+     * for the copies in flight), and the best when every remapping
+     * waits for them (remap_wait_all), each built on its own model;
+     * either may gather better (VGG-16 b256 in 12 GB: 5314 ms
+     * predicted from the first, 4432 from the second; VGG-16 b32 at
+     * half its peak: 642 measured from the first, 731 from the
+     * second). The gathered plans are judged on P. */
+    sn_plan_model mw = *P0->m;
+    mw.remap_wait_all = 1;
+    sn_pol PW = *P0;
+    PW.m = &mw;
+    gather_src g[2] = {{.on = P0, .algo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int))},
+                       {.on = &PW, .algo = malloc((size_t)(P->ns ? P->ns : 1) * sizeof(int))}};
+    int grc = g[0].algo && g[1].algo ? 0 : -1;
+    for (int k = 0; k < 2 && grc == 0; k++) {
+        g[k].r = own_r;
+        memcpy(g[k].algo, c[0].algo, (size_t)P->ns * sizeof(int));
+        if (k == 0 && P0 == P)
+            continue; /* own_r is that recipe already */
+        sn_pol_acts A0 = {0};
+        grc = own_search(g[k].on, &A0, g[k].algo, tl, &g[k].r);
+        sn_pol_acts_free(&A0);
+        if (grc == 0 && g[k].r.rule < 0) {
+            g[k].r = own_r;
+            memcpy(g[k].algo, c[0].algo, (size_t)P->ns * sizeof(int));
         }
-        /* per recipe (the second only when it differs) two families:
-         * gathered as planned, and paced (sn_pol_gather_at) */
-        for (int k = 0; k < 2 && grc == 0; k++) {
-            if (k == 1 && !memcmp(&gr[1], &gr[0], sizeof gr[0]) &&
-                !memcmp(galgo[1], galgo[0], (size_t)P->ns * sizeof(int)))
-                break;
-            for (int pace = 0; pace < 2 && grc == 0; pace++)
-                grc = gather_family(P, on[k], &gr[k], galgo[k], pace, c, &nc);
-        }
-        free(galgo[0]);
-        free(galgo[1]);
-        if (grc < 0)
-            goto out;
-        for (int i = 0; i < nc; i++)
-            if (c[i].ms < c[best].ms)
-                best = i;
     }
-    /* The candidates worth measuring: auto's choice, then the next fastest
-     * predicted within the slack asked for (one of each prediction:
-     * equal predictions are, in all likelihood, equal plans). The executor
-     * runs each for an iteration and keeps the fastest measured: the
-     * timeline leaves out host work (mapping, creating handles, the
-     * waits when room is made), and the plans it ranks within a few
-     * percent it cannot tell apart. */
-    int order[SN_PLAN_TRIALS];
+    /* per recipe (the second only when it differs) two families:
+     * gathered as planned, and paced (sn_pol_gather_at) */
+    for (int k = 0; k < 2 && grc == 0; k++) {
+        if (k == 1 && !memcmp(&g[1].r, &g[0].r, sizeof g[0].r) &&
+            !memcmp(g[1].algo, g[0].algo, (size_t)P->ns * sizeof(int)))
+            break;
+        for (int pace = 0; pace < 2 && grc == 0; pace++)
+            grc = gather_family(P, &g[k], pace, c, nc);
+    }
+    free(g[0].algo);
+    free(g[1].algo);
+    return grc;
+}
+
+/* The candidates made, as trial_order ranks them. */
+typedef struct pool {
+    const candidate *c;
+    int n;                    /* candidates made */
+    int best;                 /* the fastest predicted */
+    int seed_first, seed_end; /* c[seed_first..seed_end): the seed policies' plans */
+} pool;
+
+/* The candidates worth measuring: auto's choice, then the next fastest
+ * predicted within the slack asked for (one of each prediction:
+ * equal predictions are, in all likelihood, equal plans). The executor
+ * runs each for an iteration and keeps the fastest measured: the
+ * timeline leaves out host work (mapping, creating handles, the
+ * waits when room is made), and the plans it ranks within a few
+ * percent it cannot tell apart. Fills order and returns how many. */
+static int trial_order(const sn_pol *P, const pool *pl, int order[SN_PLAN_TRIALS])
+{
+    const candidate *c = pl->c;
+    int nc = pl->n, best = pl->best, seed_first = pl->seed_first, seed_end = pl->seed_end;
     int n = 1;
     order[0] = best;
     int most = P->trials_cfg.max < SN_PLAN_TRIALS ? P->trials_cfg.max : SN_PLAN_TRIALS;
@@ -694,6 +716,42 @@ int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
             n++;
         order[n - 1] = seed_best;
     }
+    return n;
+}
+
+/* The candidates in the order they are made (libsn's own plan first, as
+ * the gathered ones start from it; the seeds' in one run, which
+ * trial_order is told of), then the trials chosen from them and the plan
+ * handed back. */
+int sn_policy_auto(const sn_pol *P, sn_pol_acts *A, int *algo)
+{
+    candidate c[MAX_CANDIDATES];
+    int nc = 0, best = 0, rc = -1;
+    sn_plan_timeline tl;
+    if (candidate_new(P, &c[0]) < 0)
+        return -1;
+    nc = 1;
+    recipe own_r;
+    if (own_search(P, &c[0].acts, c[0].algo, &tl, &own_r) < 0)
+        goto out;
+    int own_ok = own_r.rule >= 0;
+    if (tl.feasible)
+        c[0].ms = tl.iter_ms;
+    const int seed_first = nc;
+    if (seed_candidates(P, c, &nc, &best, &tl) < 0)
+        goto out;
+    const int seed_end = nc;
+    if (idle_candidates(P, c, &nc, &best, &tl) < 0)
+        goto out;
+    if (P->m->remap_drains && own_ok) {
+        if (gathered_candidates(P, own_r, c, &nc, &tl) < 0)
+            goto out;
+        for (int i = 0; i < nc; i++)
+            if (c[i].ms < c[best].ms)
+                best = i;
+    }
+    int order[SN_PLAN_TRIALS];
+    int n = trial_order(P, &(pool){c, nc, best, seed_first, seed_end}, order);
     if (P->trials) {
         P->trials->n = n;
         for (int j = 0; j < n; j++)

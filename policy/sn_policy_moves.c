@@ -108,13 +108,23 @@ static int exit_from(const sn_pol *P, const exits *x, int t, int s)
     return (hi > lo && !P->m->tensor[t].bounded) ? x->step[lo] : -1;
 }
 
+/* The plan sn_pol_cache is making: its actions, where they already have
+ * each tensor leave, and the memory profile they leave. */
+typedef struct cache_plan {
+    sn_pol_acts *A;
+    const exits *x;
+    uint64_t *mem;
+} cache_plan;
+
 /* Evicts t, on the device while step s runs and not used there, and takes
  * its bytes off mem[] for every step it is now off: from the step after
  * the eviction to its next use (or its free), or to where the plan already
  * had it leave. */
-static int evict(const sn_pol *P, sn_pol_acts *A, const exits *x, uint64_t *mem, int t, int s,
-                 int rule)
+static int evict(const sn_pol *P, const cache_plan *cp, int t, int s, int rule)
 {
+    sn_pol_acts *A = cp->A;
+    const exits *x = cp->x;
+    uint64_t *mem = cp->mem;
     const sn_plan_tensor *z = &P->m->tensor[t];
     int e = evict_after(P, t, s, rule);
     int n = sn_pol_next_use(P, t, e, NULL);
@@ -194,7 +204,7 @@ int sn_pol_cache(const sn_pol *P, sn_pol_acts *A, const int *algo, uint64_t budg
             if (room >= over) { /* else nothing this step can do: leave it */
                 qsort(v, (size_t)nv, sizeof *v, by_key);
                 for (int i = 0; i < nv && mem[s] > budget; i++) {
-                    if (evict(P, A, &x, mem, v[i].t, s, rule) < 0)
+                    if (evict(P, &(cache_plan){A, &x, mem}, v[i].t, s, rule) < 0)
                         goto out;
                     st[v[i].t] = SN_POL_OFF;
                 }

@@ -5,8 +5,10 @@
  * tensor kinds) built from a synthetic call log of a small network trained
  * for three iterations, logs that hold no complete iteration, the bounds
  * on the log: nothing grows once the profile is complete, and a program
- * that never repeats stops being recorded at the cap; and learning the
- * iteration anew when the batch changes.
+ * that never repeats stops being recorded at the cap; learning the
+ * iteration anew when the batch changes; and two of the model's passes on
+ * their own (sn_model_int.h): the layer graph from the edges, and the
+ * steps' mean times.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "tracer/sn_model.h"
+#include "tracer/sn_model_int.h"
 #include "tracer/sn_output.h"
 #include "tracer/sn_period.h"
 #include "tracer/sn_trace.h"
@@ -1029,6 +1032,112 @@ static void test_trace_cap_without_iteration(void **state)
     sn_trace_destroy(&t);
 }
 
+/* ---- the model's passes on their own ---------------------------------------------- */
+
+/* A model of n layers and nt tensors, zeroed, for a pass to fill in. */
+static void small_model(sn_model *m, int nlayers, int ntensors)
+{
+    memset(m, 0, sizeof *m);
+    m->layers = calloc((size_t)nlayers, sizeof *m->layers);
+    m->tensors = calloc((size_t)ntensors, sizeof *m->tensors);
+    assert_non_null(m->layers);
+    assert_non_null(m->tensors);
+    m->nlayers = nlayers;
+    m->ntensors = ntensors;
+}
+
+static void test_pass_link_layers(void **state)
+{
+    (void)state;
+    /* 0 -> 1 -> 2 -> 3, and 1 -> 3 through two tensors: 11, which layer 2
+     * reads too (a fork), and 13 */
+    const sn_model_edge e[] = {{0, 1, 10}, {1, 2, 11}, {1, 3, 11}, {2, 3, 12}, {1, 3, 13}};
+    int map[14];
+    for (int i = 0; i < 14; i++)
+        map[i] = i >= 10 ? i - 10 : -1;
+    sn_model m;
+    small_model(&m, 4, 4);
+    assert_int_equal(sn_model_link_layers(&m, e, 5, map), 0);
+    /* inputs: distinct producers, layer by layer */
+    assert_int_equal(m.nedges, 4);
+    const int want_in[] = {0, 1, 1, 2};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(m.edge_layer[i], want_in[i]);
+    const int in_begin[] = {0, 0, 1, 2}, nin[] = {0, 1, 1, 2};
+    for (int l = 0; l < 4; l++) {
+        assert_int_equal(m.layers[l].in_begin, in_begin[l]);
+        assert_int_equal(m.layers[l].nin, nin[l]);
+        assert_int_equal(m.layers[l].join, l == 3);
+        assert_int_equal(m.layers[l].fork, l == 1);
+    }
+    assert_int_equal(m.joins, 1);
+    assert_int_equal(m.forks, 1);
+    /* outputs read by others, and the distinct layers reading them */
+    const int nout[] = {1, 2, 1, 0}, consumers[] = {1, 2, 1, 0};
+    for (int l = 0; l < 4; l++) {
+        assert_int_equal(m.layers[l].nout, nout[l]);
+        assert_int_equal(m.layers[l].consumers, consumers[l]);
+    }
+    const int readers[] = {1, 2, 1, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(m.tensors[i].consumers, readers[i]);
+    sn_model_free(&m);
+}
+
+/* Steps 0..10 of a log whose periodic part is [1, 11), the iteration (3
+ * steps) starting at 4: each model step averages its timed repeats at 1,
+ * 4, 7 / 2, 5, 8 / 3, 6, 9 and nothing outside. */
+static void step_times(sn_model *m, int ref)
+{
+    static sn_trace_call calls[11];
+    static const double ms[11] = {50, 1, 9, 9, 2, 5, 9, 6, 9, 9, 100};
+    static const int timed[11] = {1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 1};
+    uint64_t step_call[11];
+    for (int i = 0; i < 11; i++) {
+        memset(&calls[i], 0, sizeof calls[i]);
+        calls[i].flags = timed[i] ? SN_TC_TIMED : 0;
+        calls[i].dur_ms = ms[i];
+        step_call[i] = (uint64_t)i;
+    }
+    sn_trace t;
+    memset(&t, 0, sizeof t);
+    t.calls = calls;
+    t.ncalls = 11;
+    small_model(m, 1, 1);
+    m->period = 3;
+    m->first_index = 4;
+    m->periodic_begin = 1;
+    m->periodic_end = 11;
+    m->steps = calloc(3, sizeof *m->steps);
+    assert_non_null(m->steps);
+    const int phase[] = {SN_PHASE_FORWARD, SN_PHASE_BACKWARD, SN_PHASE_UPDATE};
+    for (int s = 0; s < 3; s++)
+        m->steps[s].phase = phase[s];
+    const int layer_of[] = {0, 0, -1};
+    sn_model_step_times(m, &t, step_call, layer_of, ref);
+}
+
+static void test_pass_step_times(void **state)
+{
+    (void)state;
+    sn_model m;
+    step_times(&m, 0);
+    assert_true(m.timed);
+    assert_float_equal(m.steps[0].ms, 3.0, 1e-12); /* (1 + 2 + 6) / 3 */
+    assert_float_equal(m.steps[1].ms, 5.0, 1e-12); /* only 5 was timed */
+    assert_float_equal(m.steps[2].ms, -1.0, 0);    /* never timed */
+    assert_float_equal(m.iter_ms, 8.0, 1e-12);
+    assert_float_equal(m.layers[0].fwd_ms, 3.0, 1e-12);
+    assert_float_equal(m.layers[0].bwd_ms, 5.0, 1e-12);
+    sn_model_free(&m);
+    /* the layers' times are the reference pass's alone */
+    step_times(&m, 1);
+    assert_float_equal(m.iter_ms, 8.0, 1e-12);
+    assert_float_equal(m.layers[0].fwd_ms, 0.0, 0);
+    assert_float_equal(m.layers[0].bwd_ms, 0.0, 0);
+    sn_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1053,6 +1162,8 @@ int main(void)
         cmocka_unit_test(test_trace_stops_growing_after_profile),
         cmocka_unit_test(test_trace_cap_without_iteration),
         cmocka_unit_test(test_trace_relearns_after_a_batch_change),
+        cmocka_unit_test(test_pass_link_layers),
+        cmocka_unit_test(test_pass_step_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
  * place (an activation) into a new value.
  */
 #include "tracer/sn_model.h"
+#include "tracer/sn_model_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,6 +570,14 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
     return best;
 }
 
+/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
+ * per window step, whether it leads to the result (need); per trace
+ * tensor, the previous pass's marks from sn_pass_inputs (input) and that
+ * function's own scratch (seen). */
+typedef struct sn_pass_scratch {
+    char *need, *input, *seen;
+} sn_pass_scratch;
+
 /* Where a forward pass ending at c begins, the previous one having begun
  * at s_prev and ended at T_prev (-1: none known): the first position q
  * after T_prev from which no step up to c uses a value made at or after
@@ -579,9 +588,9 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
  * exact steps that do not lead to c (clearing gradients for the backward
  * pass) are left before it. The pass must hold an exact step. Returns -1
  * when there is no such q. */
-static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, char *need, char *input,
-                         char *seen)
+static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, const sn_pass_scratch *sc)
 {
+    char *need = sc->need, *input = sc->input, *seen = sc->seen;
     sn_pass_inputs(w, s_prev, T_prev, c, input, seen);
     int lo = T_prev + 1, best = -1;
     int mn = w->n; /* min over [q, c] of the earliest writer a step there depends on */
@@ -708,7 +717,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
      * all, right after it) */
     for (int i = 1, anyway = 0; i < ncand; i++) {
         int c = cand[i];
-        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, need, mark, seen)
+        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &(sn_pass_scratch){need, mark, seen})
                               : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, need);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
@@ -1472,13 +1481,8 @@ static void sn_param_groups(sn_build *b, const int *own)
         }
 }
 
-typedef struct sn_edge {
-    int producer, consumer;
-    uint32_t tensor;
-} sn_edge;
-
 typedef struct sn_edges {
-    sn_edge *v;
+    sn_model_edge *v;
     int n, cap;
 } sn_edges;
 
@@ -1491,13 +1495,13 @@ static void sn_edge_add(sn_edges *E, int producer, int consumer, uint32_t tensor
             return;
     if (E->n == E->cap) {
         int cap = E->cap ? E->cap * 2 : 256;
-        sn_edge *v = realloc(E->v, (size_t)cap * sizeof *v);
+        sn_model_edge *v = realloc(E->v, (size_t)cap * sizeof *v);
         if (!v)
             return;
         E->v = v;
         E->cap = cap;
     }
-    E->v[E->n++] = (sn_edge){producer, consumer, tensor};
+    E->v[E->n++] = (sn_model_edge){producer, consumer, tensor};
 }
 
 /* Edges of the reference pass's forward steps: a step reading a value
@@ -1949,6 +1953,395 @@ fail:
     return -1;
 }
 
+/* ---- the build's passes, in the order sn_model_build runs them ---- */
+
+/* Forward: the layers of the first training pass, the other passes mapped
+ * on them, then the edges between them; the reference pass anchors every
+ * layer the model knows. */
+static int sn_build_forward(sn_build *b, sn_fwdinfo *f, sn_edges *E)
+{
+    sn_model *m = b->m;
+    b->ref = 0;
+    while (b->ref < m->npasses - 1 && !m->passes[b->ref].training)
+        b->ref++;
+    const sn_model_pass *ref = &m->passes[b->ref];
+    if (sn_fwdinfo_init(b, f, ref->first, ref->turn) != 0 || sn_forward_layers(b, f) != 0)
+        return -1;
+    for (int k = 0; k < m->npasses; k++)
+        if (k != b->ref)
+            sn_map_pass(b, ref, &m->passes[k]);
+    sn_forward_edges(b, f, E);
+    for (int k = 0; k < m->npasses; k++)
+        if (k != b->ref)
+            sn_other_values(b, &m->passes[k], f->value);
+    return 0;
+}
+
+/* Fills of pass p's backward steps: a fill uses nothing, so it joins the
+ * layer of the next step using its buffer rather than forming its own. */
+static void sn_backward_fills(sn_build *b, const sn_model_pass *p)
+{
+    const sn_trace *t = b->t;
+    for (int s = p->bwd_end - 1; s > p->turn; s--) {
+        if (!sn_filler(&b->w, s))
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        int to = -1;
+        for (int r = s + 1; r < p->bwd_end && to < 0; r++) {
+            const sn_trace_call *er = sn_wstep(&b->w, r);
+            const sn_trace_access *ar = sn_acc(t, er);
+            for (int j = 0; j < e->nacc && to < 0; j++)
+                for (int q = 0; q < er->nacc; q++)
+                    if (ar[q].tensor == a[j].tensor && !(a[j].mode & SN_ACC_SCRATCH)) {
+                        to = b->layer_of[r];
+                        break;
+                    }
+        }
+        for (int r = s - 1; r > p->turn && to < 0; r--)
+            to = b->layer_of[r];
+        b->layer_of[s] = to >= 0 ? to : b->layer_of[p->turn];
+    }
+}
+
+/* Backward: every pass's backward steps matched to forward layers by the
+ * tensors they own; own is left as the reference pass's owners, which the
+ * tensors keep. */
+static void sn_build_backward(sn_build *b, int *own, const sn_edges *E)
+{
+    sn_model *m = b->m;
+    const sn_model_pass *ref = &m->passes[b->ref];
+    sn_pass_owners(b, ref, own);
+    sn_param_groups(b, own);
+    for (int k = 0; k < m->npasses; k++) {
+        const sn_model_pass *p = &m->passes[k];
+        sn_pass_owners(b, p, own);
+        int prev = b->layer_of[p->turn];
+        for (int s = p->turn + 1; s < p->bwd_end; s++)
+            if (!sn_filler(&b->w, s))
+                b->layer_of[s] = prev = sn_backward_layer(b, s, own, E, prev);
+        sn_backward_fills(b, p);
+        for (int s = p->turn + 1; s < p->bwd_end; s++) {
+            if (b->layer_of[s] < 0)
+                m->unmatched_bwd++;
+            if (k == b->ref && b->layer_of[s] >= 0) {
+                sn_model_layer *L = &m->layers[b->layer_of[s]];
+                if (L->bwd_first < 0)
+                    L->bwd_first = s;
+                L->bwd_last = s;
+                L->nbwd++;
+            }
+        }
+    }
+    for (int l = 0; l < m->nlayers; l++)
+        m->bwd_layers += m->layers[l].nbwd > 0;
+    sn_pass_owners(b, ref, own);
+}
+
+/* Backward reads of forward values are inputs too (the labels a loss
+ * layer's gradient reads): edges the forward pass alone does not show. */
+static void sn_backward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
+{
+    const sn_trace *t = b->t;
+    const sn_model_pass *ref = &b->m->passes[b->ref];
+    for (int s = ref->turn + 1; s < ref->bwd_end; s++) {
+        int l = b->layer_of[s];
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            int pr = b->producer[a[j].tensor];
+            if (f->value[a[j].tensor] && sn_uses(e, a[j].mode) && pr < l)
+                sn_edge_add(E, pr, l, a[j].tensor);
+        }
+    }
+}
+
+/* Steps' layers and groups, layers' main outputs: what the policies plan
+ * by (a group is the unit a plan moves at). */
+static void sn_step_groups(sn_build *b)
+{
+    sn_model *m = b->m;
+    const sn_trace *t = b->t;
+    for (size_t s = 0; s < m->period; s++) {
+        m->steps[s].layer = m->steps[s].phase == SN_PHASE_UPDATE ? -1 : b->layer_of[s];
+        if (m->steps[s].layer >= 0)
+            m->steps[s].group = 2 * m->steps[s].layer + (m->steps[s].phase == SN_PHASE_BACKWARD);
+        else
+            m->steps[s].group = 2 * m->nlayers + (int)s;
+    }
+    for (int l = 0; l < m->nlayers; l++) {
+        sn_model_layer *L = &m->layers[l];
+        int64_t out = sn_main_output(t, &t->calls[L->main_call]);
+        if (L->cls != CLS_DATA && out >= 0)
+            L->out_tensor = b->c->tensor_map[out];
+    }
+}
+
+int sn_model_link_layers(sn_model *m, const sn_model_edge *v, int n, const int *tensor_map)
+{
+    m->edge_layer = malloc(sn_count(n) * sizeof *m->edge_layer);
+    if (!m->edge_layer)
+        return -1;
+    int k = 0;
+    for (int l = 0; l < m->nlayers; l++) {
+        m->layers[l].in_begin = k;
+        for (int x = 0; x < n; x++) {
+            if (v[x].consumer != l)
+                continue;
+            int dup = 0;
+            for (int y = m->layers[l].in_begin; y < k && !dup; y++)
+                dup = m->edge_layer[y] == v[x].producer;
+            if (!dup)
+                m->edge_layer[k++] = v[x].producer;
+        }
+        m->layers[l].nin = k - m->layers[l].in_begin;
+        if (m->layers[l].nin > 1) {
+            m->layers[l].join = 1;
+            m->joins++;
+        }
+    }
+    m->nedges = k;
+    /* per produced tensor: the distinct layers reading it; a layer is a
+     * fork when one of its tensors has more than one */
+    for (int x = 0; x < n; x++) {
+        int seen_before = 0;
+        for (int y = 0; y < x && !seen_before; y++)
+            seen_before = v[y].producer == v[x].producer && v[y].tensor == v[x].tensor;
+        if (seen_before)
+            continue;
+        int consumers = 0;
+        for (int y = x; y < n; y++)
+            if (v[y].producer == v[x].producer && v[y].tensor == v[x].tensor)
+                consumers++;
+        sn_model_layer *Pl = &m->layers[v[x].producer];
+        Pl->nout++;
+        int mi = tensor_map[v[x].tensor];
+        if (mi >= 0)
+            m->tensors[mi].consumers += consumers;
+        if (consumers > 1 && !Pl->fork) {
+            Pl->fork = 1;
+            m->forks++;
+        }
+    }
+    for (int l = 0; l < m->nlayers; l++)
+        for (int x = 0; x < n; x++) {
+            if (v[x].producer != l)
+                continue;
+            int dup = 0;
+            for (int y = 0; y < x && !dup; y++)
+                dup = v[y].producer == l && v[y].consumer == v[x].consumer;
+            m->layers[l].consumers += !dup;
+        }
+    return 0;
+}
+
+/* What the iteration does with a tensor: used in a forward step (not a
+ * fill), in the backward pass before any other use, in the update, in the
+ * backward pass, other than as scratch; made first by a convolution; a
+ * value the forward pass produces. */
+enum { F_FWD = 1, F_BWD_FIRST = 2, F_UPD = 4, F_BWD = 8, F_NONSCRATCH = 16, F_CONV_OUT = 32, F_VALUE = 64 };
+
+/* Per model tensor, what the iteration does with it (F_* flags) and the
+ * steps it spans: the evidence sn_tensor_roles classifies by. */
+static void sn_tensor_uses(sn_build *b, const sn_fwdinfo *f, const int *own, unsigned char *fl)
+{
+    sn_model *m = b->m;
+    const sn_trace *t = b->t;
+    for (int i = 0; i < m->ntensors; i++) {
+        uint32_t id = m->tensors[i].id;
+        m->tensors[i].owner = own[id] >= 0 ? own[id] : b->owner[id];
+        m->tensors[i].producer = b->producer[id];
+        if (f->value[id])
+            fl[i] |= F_VALUE;
+        if (b->conv_out[id])
+            fl[i] |= F_CONV_OUT;
+    }
+    for (uint64_t kc = b->w.call_lo; kc < b->w.call_hi; kc++) {
+        const sn_trace_call *e = &t->calls[kc];
+        if (!sn_ok(e))
+            continue;
+        int s = b->w.pos[kc - b->w.call_lo];
+        int phase = m->steps[s].phase;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            int mi = b->c->tensor_map[a[j].tensor];
+            if (mi < 0)
+                continue;
+            sn_model_tensor *mt = &m->tensors[mi];
+            if (mt->first < 0)
+                mt->first = s;
+            mt->last = s;
+            if (!(a[j].mode & SN_ACC_SCRATCH))
+                fl[mi] |= F_NONSCRATCH;
+            else
+                continue;
+            /* a fill says nothing of what a buffer holds: a gradient
+             * cleared in the forward pass is still a gradient */
+            int fill = (e->flags & SN_TC_STEP) && m->steps[s].call == kc && sn_filler(&b->w, s);
+            if (phase == SN_PHASE_FORWARD) {
+                if (!fill)
+                    fl[mi] |= F_FWD;
+            } else if (phase == SN_PHASE_BACKWARD) {
+                if (!(fl[mi] & (F_FWD | F_BWD | F_UPD)))
+                    fl[mi] |= F_BWD_FIRST;
+                fl[mi] |= F_BWD;
+            } else
+                fl[mi] |= F_UPD;
+        }
+    }
+}
+
+/* Tensors: accesses and roles (weight, gradient, feature map...), which
+ * decide what a policy may move. */
+static int sn_tensor_roles(sn_build *b, const sn_fwdinfo *f, const int *own)
+{
+    sn_model *m = b->m;
+    unsigned char *fl = calloc(sn_count(m->ntensors), 1);
+    if (!fl)
+        return -1;
+    sn_tensor_uses(b, f, own, fl);
+    for (int i = 0; i < m->ntensors; i++) {
+        sn_model_tensor *mt = &m->tensors[i];
+        int role;
+        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS || !(fl[i] & F_NONSCRATCH))
+            role = SN_ROLE_WORKSPACE;
+        else if (b->is_weight[mt->id])
+            role = SN_ROLE_WEIGHT;
+        else if ((fl[i] & F_UPD) && (fl[i] & F_BWD))
+            role = SN_ROLE_WEIGHT_GRAD;
+        else if (fl[i] & F_UPD)
+            role = SN_ROLE_OTHER;
+        else if ((fl[i] & F_VALUE) && (fl[i] & F_FWD))
+            role = SN_ROLE_FEATURE;
+        else if (fl[i] & F_BWD_FIRST)
+            role = SN_ROLE_GRADIENT;
+        else
+            role = SN_ROLE_OTHER;
+        mt->role = role;
+        /* only what a forward step computes has a producing layer */
+        if (role != SN_ROLE_FEATURE)
+            mt->producer = -1;
+        mt->conv_output = role == SN_ROLE_FEATURE && (fl[i] & F_CONV_OUT);
+        m->role_count[role]++;
+        m->role_bytes[role] += mt->bytes;
+        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS)
+            m->library_bytes += mt->bytes;
+    }
+    free(fl);
+    return 0;
+}
+
+/* What-if memory over the iteration's calls: the peaks, the lower bound
+ * and the smallest budget the report and the policies start from. Out of
+ * memory leaves them zero, as an unknown. */
+static void sn_build_memory(sn_model *m, const sn_trace *t)
+{
+    sn_model_calls calls;
+    int ncalls = 0;
+    int *groups = NULL;
+    uint64_t *ml = NULL, *mc = NULL, *ma = NULL;
+    if (sn_model_calls_build(t, m, &calls) == 0) {
+        ncalls = calls.ncalls;
+        groups = malloc(sn_count(ncalls) * sizeof *groups);
+        ml = malloc(sn_count(ncalls) * sizeof *ml);
+        mc = malloc(sn_count(ncalls) * sizeof *mc);
+        ma = malloc(sn_count(ncalls) * sizeof *ma);
+    }
+    if (groups && ml && mc && ma) {
+        sn_wi_tensor *wt = calls.tensor;
+        const int *pos = calls.step, *first_call = calls.first;
+        for (int i = 0; i < m->ntensors; i++)
+            if (m->tensors[i].role == SN_ROLE_FEATURE)
+                wt[i].offload = m->tensors[i].conv_output ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
+        for (int kc = 0; kc < ncalls; kc++) {
+            int s = pos[kc];
+            groups[kc] = calls.call_lo + (uint64_t)kc == m->steps[s].call ? m->steps[s].group : -1;
+        }
+        uint64_t fixed = calls.fixed_bytes;
+        m->library_bytes += fixed;
+        int bstart = m->backward_start < (int)m->period ? first_call[m->backward_start] : ncalls;
+        sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed};
+        sn_wi_result r;
+        if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
+            m->peak_live = r.peak_liveness;
+            m->peak_conv = r.peak_conv;
+            m->peak_all = r.peak_all;
+            m->peak_superneurons = r.peak_superneurons;
+            m->lower_bound = r.lower_bound;
+            m->carried_bytes = r.carried_bytes;
+            m->max_working_set = r.max_working_set;
+            m->max_working_set_step = r.max_working_set_step >= 0 ? pos[r.max_working_set_step] : -1;
+            m->superneurons_step = r.superneurons_step >= 0 ? pos[r.superneurons_step] : -1;
+            for (int kc = 0; kc < ncalls; kc++) {
+                sn_model_step *st = &m->steps[pos[kc]];
+                int first = kc == first_call[pos[kc]];
+                uint64_t asis = t->calls[calls.call_lo + (uint64_t)kc].live_bytes;
+                if (first || asis > st->mem_asis)
+                    st->mem_asis = asis;
+                if (first || ml[kc] > st->mem_live)
+                    st->mem_live = ml[kc];
+                if (first || mc[kc] > st->mem_conv)
+                    st->mem_conv = mc[kc];
+                if (first || ma[kc] > st->mem_all)
+                    st->mem_all = ma[kc];
+            }
+            /* the smallest budget: the bound and a 10% margin for
+             * allocation granularity and libsn's own staging, rounded
+             * up to a MiB, but never more than the run ever had */
+            uint64_t bud = m->lower_bound + m->lower_bound / 10;
+            bud = (bud + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+            if (bud > m->peak_asis)
+                bud = m->peak_asis;
+            if (bud < m->lower_bound)
+                bud = m->lower_bound;
+            m->budget = bud;
+        }
+        for (int i = 0; i < m->ntensors; i++) {
+            m->tensors[i].carried = sn_wi_carried(&wt[i]);
+            int lf, ll;
+            sn_wi_live_span(&wt[i], ncalls, &lf, &ll);
+            m->tensors[i].live_first = lf >= 0 ? pos[lf] : -1;
+            m->tensors[i].live_last = ll >= 0 ? pos[ll] : -1;
+        }
+    }
+    for (size_t s = 0; s < m->period; s++)
+        if (m->steps[s].mem_asis > m->peak_asis_iter)
+            m->peak_asis_iter = m->steps[s].mem_asis;
+    sn_model_calls_free(&calls);
+    free(groups);
+    free(ml);
+    free(mc);
+    free(ma);
+}
+
+void sn_model_step_times(sn_model *m, const sn_trace *t, const uint64_t *step_call, const int *layer_of, int ref)
+{
+    size_t P = m->period, base = m->first_index;
+    for (size_t s = 0; s < P; s++) {
+        double sum = 0;
+        int count = 0;
+        for (size_t it = m->periodic_begin + (base - m->periodic_begin) % P; it + P <= m->periodic_end; it += P) {
+            const sn_trace_call *e = &t->calls[step_call[it + s]];
+            if (e->flags & SN_TC_TIMED) {
+                sum += e->dur_ms;
+                count++;
+            }
+        }
+        m->steps[s].ms = count ? sum / count : -1;
+        if (count) {
+            m->timed = 1;
+            m->iter_ms += m->steps[s].ms;
+            int l = layer_of[s];
+            if (l >= 0 && m->steps[s].pass == ref && m->steps[s].phase != SN_PHASE_UPDATE) {
+                if (m->steps[s].phase == SN_PHASE_BACKWARD)
+                    m->layers[l].bwd_ms += m->steps[s].ms;
+                else
+                    m->layers[l].fwd_ms += m->steps[s].ms;
+            }
+        }
+    }
+}
+
 int sn_model_build(const sn_trace *t, sn_model *m)
 {
     memset(m, 0, sizeof *m);
@@ -1998,332 +2391,20 @@ int sn_model_build(const sn_trace *t, sn_model *m)
     if (sn_build_steps(&b, &wh) != 0 || sn_build_tensors(&b) != 0)
         goto out;
     sn_find_weights(&b);
-
-    /* forward layers of the first training pass, the others mapped on them */
-    b.ref = 0;
-    while (b.ref < m->npasses - 1 && !m->passes[b.ref].training)
-        b.ref++;
-    const sn_model_pass *ref = &m->passes[b.ref];
-    if (sn_fwdinfo_init(&b, &f, ref->first, ref->turn) != 0 || sn_forward_layers(&b, &f) != 0)
+    if (sn_build_forward(&b, &f, &E) != 0)
         goto out;
-    for (int k = 0; k < m->npasses; k++)
-        if (k != b.ref)
-            sn_map_pass(&b, ref, &m->passes[k]);
-    sn_forward_edges(&b, &f, &E);
-    for (int k = 0; k < m->npasses; k++)
-        if (k != b.ref)
-            sn_other_values(&b, &m->passes[k], f.value);
-
-    /* the backward passes and the update, by ownership */
-    sn_pass_owners(&b, ref, own);
-    sn_param_groups(&b, own);
-    for (int k = 0; k < m->npasses; k++) {
-        const sn_model_pass *p = &m->passes[k];
-        sn_pass_owners(&b, p, own);
-        int prev = b.layer_of[p->turn];
-        for (int s = p->turn + 1; s < p->bwd_end; s++)
-            if (!sn_filler(&b.w, s))
-                b.layer_of[s] = prev = sn_backward_layer(&b, s, own, &E, prev);
-        /* a fill belongs to the layer of the next step using its buffer */
-        for (int s = p->bwd_end - 1; s > p->turn; s--) {
-            if (!sn_filler(&b.w, s))
-                continue;
-            const sn_trace_call *e = sn_wstep(&b.w, s);
-            const sn_trace_access *a = sn_acc(t, e);
-            int to = -1;
-            for (int r = s + 1; r < p->bwd_end && to < 0; r++) {
-                const sn_trace_call *er = sn_wstep(&b.w, r);
-                const sn_trace_access *ar = sn_acc(t, er);
-                for (int j = 0; j < e->nacc && to < 0; j++)
-                    for (int q = 0; q < er->nacc; q++)
-                        if (ar[q].tensor == a[j].tensor && !(a[j].mode & SN_ACC_SCRATCH)) {
-                            to = b.layer_of[r];
-                            break;
-                        }
-            }
-            for (int r = s - 1; r > p->turn && to < 0; r--)
-                to = b.layer_of[r];
-            b.layer_of[s] = to >= 0 ? to : b.layer_of[p->turn];
-        }
-        for (int s = p->turn + 1; s < p->bwd_end; s++) {
-            if (b.layer_of[s] < 0)
-                m->unmatched_bwd++;
-            if (k == b.ref && b.layer_of[s] >= 0) {
-                sn_model_layer *L = &m->layers[b.layer_of[s]];
-                if (L->bwd_first < 0)
-                    L->bwd_first = s;
-                L->bwd_last = s;
-                L->nbwd++;
-            }
-        }
-    }
-    for (int l = 0; l < m->nlayers; l++)
-        m->bwd_layers += m->layers[l].nbwd > 0;
-    sn_pass_owners(&b, ref, own);
-    /* backward reads of forward values are inputs too (the labels a loss
-     * layer's gradient reads) */
-    for (int s = ref->turn + 1; s < ref->bwd_end; s++) {
-        int l = b.layer_of[s];
-        const sn_trace_call *e = sn_wstep(&b.w, s);
-        const sn_trace_access *a = sn_acc(t, e);
-        for (int j = 0; j < e->nacc; j++) {
-            int pr = b.producer[a[j].tensor];
-            if (f.value[a[j].tensor] && sn_uses(e, a[j].mode) && pr < l)
-                sn_edge_add(&E, pr, l, a[j].tensor);
-        }
-    }
-    for (size_t s = 0; s < P; s++) {
-        m->steps[s].layer = m->steps[s].phase == SN_PHASE_UPDATE ? -1 : b.layer_of[s];
-        if (m->steps[s].layer >= 0)
-            m->steps[s].group = 2 * m->steps[s].layer + (m->steps[s].phase == SN_PHASE_BACKWARD);
-        else
-            m->steps[s].group = 2 * m->nlayers + (int)s;
-    }
-    for (int l = 0; l < m->nlayers; l++) {
-        sn_model_layer *L = &m->layers[l];
-        int64_t out = sn_main_output(t, &t->calls[L->main_call]);
-        if (L->cls != CLS_DATA && out >= 0)
-            L->out_tensor = c.tensor_map[out];
-    }
-
-    /* edges -> inputs, forks, joins */
-    m->edge_layer = malloc(sn_count(E.n) * sizeof *m->edge_layer);
-    if (!m->edge_layer)
+    sn_build_backward(&b, own, &E);
+    sn_backward_edges(&b, &f, &E);
+    sn_step_groups(&b);
+    if (sn_model_link_layers(m, E.v, E.n, c.tensor_map) != 0)
         goto out;
-    int k = 0;
-    for (int l = 0; l < m->nlayers; l++) {
-        m->layers[l].in_begin = k;
-        for (int x = 0; x < E.n; x++) {
-            if (E.v[x].consumer != l)
-                continue;
-            int dup = 0;
-            for (int y = m->layers[l].in_begin; y < k && !dup; y++)
-                dup = m->edge_layer[y] == E.v[x].producer;
-            if (!dup)
-                m->edge_layer[k++] = E.v[x].producer;
-        }
-        m->layers[l].nin = k - m->layers[l].in_begin;
-        if (m->layers[l].nin > 1) {
-            m->layers[l].join = 1;
-            m->joins++;
-        }
-    }
-    m->nedges = k;
-    /* per produced tensor: the distinct layers reading it; a layer is a
-     * fork when one of its tensors has more than one */
-    for (int x = 0; x < E.n; x++) {
-        int seen_before = 0;
-        for (int y = 0; y < x && !seen_before; y++)
-            seen_before = E.v[y].producer == E.v[x].producer && E.v[y].tensor == E.v[x].tensor;
-        if (seen_before)
-            continue;
-        int consumers = 0;
-        for (int y = x; y < E.n; y++)
-            if (E.v[y].producer == E.v[x].producer && E.v[y].tensor == E.v[x].tensor)
-                consumers++;
-        sn_model_layer *Pl = &m->layers[E.v[x].producer];
-        Pl->nout++;
-        int mi = c.tensor_map[E.v[x].tensor];
-        if (mi >= 0)
-            m->tensors[mi].consumers += consumers;
-        if (consumers > 1 && !Pl->fork) {
-            Pl->fork = 1;
-            m->forks++;
-        }
-    }
-    for (int l = 0; l < m->nlayers; l++)
-        for (int x = 0; x < E.n; x++) {
-            if (E.v[x].producer != l)
-                continue;
-            int dup = 0;
-            for (int y = 0; y < x && !dup; y++)
-                dup = E.v[y].producer == l && E.v[y].consumer == E.v[x].consumer;
-            m->layers[l].consumers += !dup;
-        }
     for (int l = 0; l < m->nlayers; l++)
         snprintf(m->layers[l].type, sizeof m->layers[l].type, "%s", sn_layer_name(&b, &m->layers[l], l));
-
-    /* ---- tensors: accesses, roles ---- */
-    unsigned char *fl = calloc(sn_count(m->ntensors), 1);
-    enum { F_FWD = 1, F_BWD_FIRST = 2, F_UPD = 4, F_BWD = 8, F_NONSCRATCH = 16, F_CONV_OUT = 32, F_VALUE = 64 };
-    if (!fl)
+    if (sn_tensor_roles(&b, &f, own) != 0)
         goto out;
-    for (int i = 0; i < m->ntensors; i++) {
-        uint32_t id = m->tensors[i].id;
-        m->tensors[i].owner = own[id] >= 0 ? own[id] : b.owner[id];
-        m->tensors[i].producer = b.producer[id];
-        if (f.value[id])
-            fl[i] |= F_VALUE;
-        if (b.conv_out[id])
-            fl[i] |= F_CONV_OUT;
-    }
-    for (uint64_t kc = b.w.call_lo; kc < b.w.call_hi; kc++) {
-        const sn_trace_call *e = &t->calls[kc];
-        if (!sn_ok(e))
-            continue;
-        int s = b.w.pos[kc - b.w.call_lo];
-        int phase = m->steps[s].phase;
-        const sn_trace_access *a = sn_acc(t, e);
-        for (int j = 0; j < e->nacc; j++) {
-            int mi = c.tensor_map[a[j].tensor];
-            if (mi < 0)
-                continue;
-            sn_model_tensor *mt = &m->tensors[mi];
-            if (mt->first < 0)
-                mt->first = s;
-            mt->last = s;
-            if (!(a[j].mode & SN_ACC_SCRATCH))
-                fl[mi] |= F_NONSCRATCH;
-            else
-                continue;
-            /* a fill says nothing of what a buffer holds: a gradient
-             * cleared in the forward pass is still a gradient */
-            int fill = (e->flags & SN_TC_STEP) && m->steps[s].call == kc && sn_filler(&b.w, s);
-            if (phase == SN_PHASE_FORWARD) {
-                if (!fill)
-                    fl[mi] |= F_FWD;
-            } else if (phase == SN_PHASE_BACKWARD) {
-                if (!(fl[mi] & (F_FWD | F_BWD | F_UPD)))
-                    fl[mi] |= F_BWD_FIRST;
-                fl[mi] |= F_BWD;
-            } else
-                fl[mi] |= F_UPD;
-        }
-    }
-    for (int i = 0; i < m->ntensors; i++) {
-        sn_model_tensor *mt = &m->tensors[i];
-        int role;
-        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS || !(fl[i] & F_NONSCRATCH))
-            role = SN_ROLE_WORKSPACE;
-        else if (b.is_weight[mt->id])
-            role = SN_ROLE_WEIGHT;
-        else if ((fl[i] & F_UPD) && (fl[i] & F_BWD))
-            role = SN_ROLE_WEIGHT_GRAD;
-        else if (fl[i] & F_UPD)
-            role = SN_ROLE_OTHER;
-        else if ((fl[i] & F_VALUE) && (fl[i] & F_FWD))
-            role = SN_ROLE_FEATURE;
-        else if (fl[i] & F_BWD_FIRST)
-            role = SN_ROLE_GRADIENT;
-        else
-            role = SN_ROLE_OTHER;
-        mt->role = role;
-        /* only what a forward step computes has a producing layer */
-        if (role != SN_ROLE_FEATURE)
-            mt->producer = -1;
-        mt->conv_output = role == SN_ROLE_FEATURE && (fl[i] & F_CONV_OUT);
-        m->role_count[role]++;
-        m->role_bytes[role] += mt->bytes;
-        if (mt->lib_owner == SN_OWNER_CUDNN || mt->lib_owner == SN_OWNER_CUBLAS)
-            m->library_bytes += mt->bytes;
-    }
     sn_identity(&b, &wh);
-
-    /* ---- what-if memory, over the iteration's calls ---- */
-    {
-        sn_model_calls calls;
-        int ncalls = 0;
-        int *groups = NULL;
-        uint64_t *ml = NULL, *mc = NULL, *ma = NULL;
-        if (sn_model_calls_build(t, m, &calls) == 0) {
-            ncalls = calls.ncalls;
-            groups = malloc(sn_count(ncalls) * sizeof *groups);
-            ml = malloc(sn_count(ncalls) * sizeof *ml);
-            mc = malloc(sn_count(ncalls) * sizeof *mc);
-            ma = malloc(sn_count(ncalls) * sizeof *ma);
-        }
-        if (groups && ml && mc && ma) {
-            sn_wi_tensor *wt = calls.tensor;
-            const int *pos = calls.step, *first_call = calls.first;
-            for (int i = 0; i < m->ntensors; i++)
-                if (m->tensors[i].role == SN_ROLE_FEATURE)
-                    wt[i].offload = m->tensors[i].conv_output ? SN_WI_CONV_OUTPUT : SN_WI_FEATURE;
-            for (int kc = 0; kc < ncalls; kc++) {
-                int s = pos[kc];
-                groups[kc] = calls.call_lo + (uint64_t)kc == m->steps[s].call ? m->steps[s].group : -1;
-            }
-            uint64_t fixed = calls.fixed_bytes;
-            m->library_bytes += fixed;
-            int bstart = m->backward_start < (int)P ? first_call[m->backward_start] : ncalls;
-            sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed};
-            sn_wi_result r;
-            if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
-                m->peak_live = r.peak_liveness;
-                m->peak_conv = r.peak_conv;
-                m->peak_all = r.peak_all;
-                m->peak_superneurons = r.peak_superneurons;
-                m->lower_bound = r.lower_bound;
-                m->carried_bytes = r.carried_bytes;
-                m->max_working_set = r.max_working_set;
-                m->max_working_set_step = r.max_working_set_step >= 0 ? pos[r.max_working_set_step] : -1;
-                m->superneurons_step = r.superneurons_step >= 0 ? pos[r.superneurons_step] : -1;
-                for (int kc = 0; kc < ncalls; kc++) {
-                    sn_model_step *st = &m->steps[pos[kc]];
-                    int first = kc == first_call[pos[kc]];
-                    uint64_t asis = t->calls[calls.call_lo + (uint64_t)kc].live_bytes;
-                    if (first || asis > st->mem_asis)
-                        st->mem_asis = asis;
-                    if (first || ml[kc] > st->mem_live)
-                        st->mem_live = ml[kc];
-                    if (first || mc[kc] > st->mem_conv)
-                        st->mem_conv = mc[kc];
-                    if (first || ma[kc] > st->mem_all)
-                        st->mem_all = ma[kc];
-                }
-                /* the smallest budget: the bound and a 10% margin for
-                 * allocation granularity and libsn's own staging, rounded
-                 * up to a MiB, but never more than the run ever had */
-                uint64_t bud = m->lower_bound + m->lower_bound / 10;
-                bud = (bud + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
-                if (bud > m->peak_asis)
-                    bud = m->peak_asis;
-                if (bud < m->lower_bound)
-                    bud = m->lower_bound;
-                m->budget = bud;
-            }
-            for (int i = 0; i < m->ntensors; i++) {
-                m->tensors[i].carried = sn_wi_carried(&wt[i]);
-                int lf, ll;
-                sn_wi_live_span(&wt[i], ncalls, &lf, &ll);
-                m->tensors[i].live_first = lf >= 0 ? pos[lf] : -1;
-                m->tensors[i].live_last = ll >= 0 ? pos[ll] : -1;
-            }
-        }
-        for (size_t s = 0; s < P; s++)
-            if (m->steps[s].mem_asis > m->peak_asis_iter)
-                m->peak_asis_iter = m->steps[s].mem_asis;
-        sn_model_calls_free(&calls);
-        free(groups);
-        free(ml);
-        free(mc);
-        free(ma);
-    }
-    free(fl);
-
-    /* ---- timings: mean over the periodic iterations ---- */
-    for (size_t s = 0; s < P; s++) {
-        double sum = 0;
-        int count = 0;
-        for (size_t it = wh.per.start + (base - wh.per.start) % P; it + P <= wh.per.end; it += P) {
-            const sn_trace_call *e = &t->calls[c.step_call[it + s]];
-            if (e->flags & SN_TC_TIMED) {
-                sum += e->dur_ms;
-                count++;
-            }
-        }
-        m->steps[s].ms = count ? sum / count : -1;
-        if (count) {
-            m->timed = 1;
-            m->iter_ms += m->steps[s].ms;
-            int l = b.layer_of[s];
-            if (l >= 0 && m->steps[s].pass == b.ref && m->steps[s].phase != SN_PHASE_UPDATE) {
-                if (m->steps[s].phase == SN_PHASE_BACKWARD)
-                    m->layers[l].bwd_ms += m->steps[s].ms;
-                else
-                    m->layers[l].fwd_ms += m->steps[s].ms;
-            }
-        }
-    }
+    sn_build_memory(m, t);
+    sn_model_step_times(m, t, c.step_call, b.layer_of, b.ref);
     m->check = sn_model_check(m);
 #ifdef SN_DEBUG
     if (m->check != SN_CHECK_OK) {

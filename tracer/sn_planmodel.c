@@ -180,10 +180,10 @@ static int sn_pm_unnamed(const sn_trace *t, size_t i, const char *named, uint64_
 
 /* The options of convolution step e (its time as profiled: time) into out:
  * the measured algorithms of its configuration, scaled, or the framework's
- * alone (fw_only, or none measured: *measured 0). Returns how many; *fw:
- * the framework's index among them. */
+ * alone (fw_only, or none measured: *measured 0). Returns how many; the
+ * framework's is the first. */
 static int sn_pm_options(const sn_trace *t, const sn_trace_call *e, double time, int fw_only, sn_plan_algo *out,
-                         int *fw, int *measured)
+                         int *measured)
 {
     int nm = 0;
     const sn_trace_algo *ma = fw_only ? NULL : sn_trace_algos_get(t, e->conf, &nm);
@@ -195,7 +195,6 @@ static int sn_pm_options(const sn_trace *t, const sn_trace_call *e, double time,
     double scale = mine && mine->ms > 0 && time > 0 ? time / mine->ms : 1.0;
     int k = 0;
     out[k++] = (sn_plan_algo){.algo = e->algo, .ms = time, .workspace = e->workspace};
-    *fw = 0;
     for (int i = 0; ma && i < nm; i++) {
         const sn_trace_algo *a = &ma[i];
         if (a == mine || a->algo == e->algo || !isfinite(a->ms) || a->ms < 0 ||
@@ -236,6 +235,94 @@ void sn_planmodel_free(sn_planmodel_store *st)
     free(st->model_step);
     free(st->supplied);
     memset(st, 0, sizeof *st);
+}
+
+/* The plan model's steps, one per call of the iteration (c): the model's
+ * step times for compute steps, the calls' own for the others, and each
+ * convolution's algorithm options. */
+static void sn_pm_steps(const sn_trace *t, const sn_model *m, const sn_model_calls *c, const sn_planmodel_link *link,
+                        sn_planmodel_store *st)
+{
+    int n = c->ncalls;
+    uint64_t lo = c->call_lo;
+    int na = 0;
+    for (int k = 0; k < n; k++) {
+        uint64_t call = lo + (uint64_t)k;
+        const sn_trace_call *e = &t->calls[call];
+        int s = c->step[k];
+        const sn_model_step *ms = &m->steps[s];
+        int own = call == ms->call;
+        sn_plan_step *ps = &st->step[k];
+        double time = own ? ms->ms : (e->flags & SN_TC_FAILED) ? 0 : (e->flags & SN_TC_TIMED) ? e->dur_ms : -1;
+        if (time < 0) {
+            time = 0;
+            st->untimed++;
+        }
+        ps->ms = time;
+        ps->phase = ms->phase;
+        ps->layer = own ? ms->layer : -1;
+        ps->conv = own && sn_pm_conv(e->op);
+        ps->framework_algo = -1;
+        if (ps->conv) {
+            ps->own_workspace = e->workspace;
+            ps->algo = &st->algo[na];
+            int measured = 0;
+            int fw_only = (e->flags & SN_TC_FAILED) || (link && link->framework_only);
+            ps->nalgo = sn_pm_options(t, e, time, fw_only, &st->algo[na], &measured);
+            ps->framework_algo = 0;
+            na += ps->nalgo;
+            st->options += ps->nalgo > 1;
+            st->supplied[k] = (char)measured;
+        }
+        st->call[k] = call;
+        st->model_step[k] = s;
+    }
+}
+
+/* Workspaces libsn supplies: the framework's buffer takes no memory
+ * (it is not touched), and each of its convolutions takes its
+ * algorithm's whole workspace for its duration. A step whose buffer
+ * also serves anything else keeps it (supplied stays 0 there). */
+static void sn_pm_supplied(sn_planmodel_store *st, int nt, int n)
+{
+    char *measured = st->supplied; /* so far: the steps with measured algorithms */
+    for (int i = 0; i < nt; i++) {
+        sn_plan_tensor *pt = &st->tensor[i];
+        if (!sn_pm_workspace_only(pt, st->step, measured))
+            continue;
+        pt->bytes = 0;
+        st->virtual_ws++;
+        for (int j = 0; j < pt->naccess; j++)
+            st->step[pt->access[j].step].own_workspace = 0;
+    }
+    /* now: the measured steps with no buffer of their own (none given, or
+     * one just found to be libsn's to replace) */
+    for (int k = 0; k < n; k++)
+        st->supplied[k] = measured[k] && st->step[k].own_workspace == 0;
+}
+
+/* The link's copy rates (measured from the log's copies, else given,
+ * else the default) and the costs of a copy and of a mapping. */
+static void sn_pm_rates(const sn_trace *t, const sn_planmodel_link *link, sn_planmodel_store *st, sn_plan_model *out)
+{
+    double h2d, d2h;
+    sn_planmodel_measure_copies(t, &h2d, &d2h, &st->h2d_copies, &st->d2h_copies);
+    st->h2d_source = st->h2d_copies              ? SN_PLANMODEL_MEASURED
+                     : link && link->h2d_gbps > 0 ? SN_PLANMODEL_GIVEN
+                                                  : SN_PLANMODEL_DEFAULT;
+    st->d2h_source = st->d2h_copies              ? SN_PLANMODEL_MEASURED
+                     : link && link->d2h_gbps > 0 ? SN_PLANMODEL_GIVEN
+                                                  : SN_PLANMODEL_DEFAULT;
+    out->h2d_gbps = st->h2d_source == SN_PLANMODEL_MEASURED ? h2d
+                    : st->h2d_source == SN_PLANMODEL_GIVEN  ? link->h2d_gbps
+                                                            : SN_PLANMODEL_DEFAULT_GBPS;
+    out->d2h_gbps = st->d2h_source == SN_PLANMODEL_MEASURED ? d2h
+                    : st->d2h_source == SN_PLANMODEL_GIVEN  ? link->d2h_gbps
+                                                            : SN_PLANMODEL_DEFAULT_GBPS;
+    out->duplex = SN_PLANMODEL_DUPLEX;
+    out->copy_ms = SN_PLANMODEL_COPY_MS;
+    out->unmap_ms = SN_PLANMODEL_UNMAP_MS;
+    out->map_ms = SN_PLANMODEL_MAP_MS;
 }
 
 int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_link *link, sn_plan_model *out,
@@ -308,37 +395,7 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
     if (!st->supplied)
         goto fail;
 
-    int na = 0;
-    for (int k = 0; k < n; k++) {
-        uint64_t call = lo + (uint64_t)k;
-        const sn_trace_call *e = &t->calls[call];
-        int s = c.step[k];
-        const sn_model_step *ms = &m->steps[s];
-        int own = call == ms->call;
-        sn_plan_step *ps = &st->step[k];
-        double time = own ? ms->ms : (e->flags & SN_TC_FAILED) ? 0 : (e->flags & SN_TC_TIMED) ? e->dur_ms : -1;
-        if (time < 0) {
-            time = 0;
-            st->untimed++;
-        }
-        ps->ms = time;
-        ps->phase = ms->phase;
-        ps->layer = own ? ms->layer : -1;
-        ps->conv = own && sn_pm_conv(e->op);
-        ps->framework_algo = -1;
-        if (ps->conv) {
-            ps->own_workspace = e->workspace;
-            ps->algo = &st->algo[na];
-            int measured = 0;
-            int fw_only = (e->flags & SN_TC_FAILED) || (link && link->framework_only);
-            ps->nalgo = sn_pm_options(t, e, time, fw_only, &st->algo[na], &ps->framework_algo, &measured);
-            na += ps->nalgo;
-            st->options += ps->nalgo > 1;
-            st->supplied[k] = (char)measured;
-        }
-        st->call[k] = call;
-        st->model_step[k] = s;
-    }
+    sn_pm_steps(t, m, &c, link, st);
 
     size_t off = 0;
     for (int i = 0; i < nt; i++) {
@@ -361,43 +418,8 @@ int sn_planmodel_build(const sn_trace *t, const sn_model *m, const sn_planmodel_
         off += (size_t)pt->naccess;
     }
 
-    /* Workspaces libsn supplies: the framework's buffer takes no memory
-     * (it is not touched), and each of its convolutions takes its
-     * algorithm's whole workspace for its duration. A step whose buffer
-     * also serves anything else keeps it (supplied stays 0 there). */
-    char *measured = st->supplied; /* so far: the steps with measured algorithms */
-    for (int i = 0; i < nt; i++) {
-        sn_plan_tensor *pt = &st->tensor[i];
-        if (!sn_pm_workspace_only(pt, st->step, measured))
-            continue;
-        pt->bytes = 0;
-        st->virtual_ws++;
-        for (int j = 0; j < pt->naccess; j++)
-            st->step[pt->access[j].step].own_workspace = 0;
-    }
-    /* now: the measured steps with no buffer of their own (none given, or
-     * one just found to be libsn's to replace) */
-    for (int k = 0; k < n; k++)
-        st->supplied[k] = measured[k] && st->step[k].own_workspace == 0;
-
-    double h2d, d2h;
-    sn_planmodel_measure_copies(t, &h2d, &d2h, &st->h2d_copies, &st->d2h_copies);
-    st->h2d_source = st->h2d_copies              ? SN_PLANMODEL_MEASURED
-                     : link && link->h2d_gbps > 0 ? SN_PLANMODEL_GIVEN
-                                                  : SN_PLANMODEL_DEFAULT;
-    st->d2h_source = st->d2h_copies              ? SN_PLANMODEL_MEASURED
-                     : link && link->d2h_gbps > 0 ? SN_PLANMODEL_GIVEN
-                                                  : SN_PLANMODEL_DEFAULT;
-    out->h2d_gbps = st->h2d_source == SN_PLANMODEL_MEASURED ? h2d
-                    : st->h2d_source == SN_PLANMODEL_GIVEN  ? link->h2d_gbps
-                                                            : SN_PLANMODEL_DEFAULT_GBPS;
-    out->d2h_gbps = st->d2h_source == SN_PLANMODEL_MEASURED ? d2h
-                    : st->d2h_source == SN_PLANMODEL_GIVEN  ? link->d2h_gbps
-                                                            : SN_PLANMODEL_DEFAULT_GBPS;
-    out->duplex = SN_PLANMODEL_DUPLEX;
-    out->copy_ms = SN_PLANMODEL_COPY_MS;
-    out->unmap_ms = SN_PLANMODEL_UNMAP_MS;
-    out->map_ms = SN_PLANMODEL_MAP_MS;
+    sn_pm_supplied(st, nt, n);
+    sn_pm_rates(t, link, st, out);
     out->nsteps = n;
     out->step = st->step;
     out->ntensors = nt;

@@ -90,74 +90,11 @@ static void layer_counts(const sn_model *m, char *buf, size_t cap)
     }
 }
 
-static void text_manage(FILE *f, const sn_manage_stats *s)
+/* Manage mode's plan: how it was made and followed, its bound, the
+ * candidates measured, its moves and algorithms, and the latest
+ * iterations as measured. */
+static void text_manage_plan(FILE *f, const sn_manage_stats *s)
 {
-    if (!s->active)
-        return;
-    char budget[32];
-    budget_text(budget, sizeof budget, s->budget);
-    if (s->pool)
-        fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s)\n", s->backing ? s->backing : "?",
-                mib(s->budget), budget);
-    else
-    fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s), granule %.0f KiB, host limit %.1f GiB\n",
-            s->backing ? s->backing : "?", mib(s->budget), budget, (double)s->granularity / 1024.0,
-            (double)s->host_limit / (1024.0 * 1024.0 * 1024.0));
-    if (s->pool) {
-        char need[32];
-        budget_text(need, sizeof need, (s->largest_need + s->granularity) / s->granularity * s->granularity);
-        fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB\n",
-                (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated));
-        fprintf(f, "  placement          high-water mark %.1f MiB, of it %.1f MiB unusable holes at the peak "
-                   "(Dymem's fragmentation)\n", mib(s->peak_resident), mib(s->rounding));
-        fprintf(f, "  could not          move anything off the device (no VMM); a run larger than the pool "
-                   "gets out-of-memory\n");
-        fprintf(f, "  smallest budget    SN_BUDGET=%s measured feasible (the high-water mark)\n", need);
-        fprintf(f, "  out of memory      %llu allocations refused\n", (unsigned long long)s->oom_allocs);
-        return;
-    }
-    fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB, granule rounding %.1f MiB\n",
-            (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated), mib(s->rounding));
-    if (s->passed)
-        fprintf(f, "  left to CUDA       %llu allocations (%.1f MiB): managed or stream-ordered, not moved by libsn\n",
-                (unsigned long long)s->passed, mib(s->passed_bytes));
-    fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles (%llu made, %.1f MiB); library "
-               "memory kept resident %.1f MiB\n",
-            mib(s->peak_resident), mib(s->peak_physical), (unsigned long long)s->handles_created,
-            mib(s->handles_created_bytes), mib(s->pinned_library));
-    fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
-            (unsigned long long)s->swap_in, mib(s->swap_in_bytes), (unsigned long long)s->swap_out,
-            mib(s->swap_out_bytes), mib(s->host_peak));
-    fprintf(f, "  evictions          %llu: %llu clean (host copy current, nothing written back), %llu freed (dead)\n",
-            (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
-            (unsigned long long)s->freed_drops);
-    fprintf(f, "  dead on arrival    %llu blocks mapped for a call that overwrites them whole (nothing copied in)\n",
-            (unsigned long long)s->dead_loads);
-    fprintf(f, "  predicted dead     %llu dirty blocks dropped, not written back (the learned iteration overwrites "
-               "them whole next); %llu read afterwards%s\n",
-            (unsigned long long)s->predicted_drops, (unsigned long long)s->dropped_reads,
-            s->dropped_reads ? " (libsn errors: results not to be trusted)" : "");
-    fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs, %llu "
-               "for planned leaves' own copies alone\n",
-            (unsigned long long)s->fences, (unsigned long long)s->host_waits, (unsigned long long)s->own_waits);
-    fprintf(f, "  stalls             %.3f ms of streams waiting for swap-ins, %.3f ms of host waits for swap-outs "
-               "(device clock)%s\n",
-            s->stall_in_ms, s->stall_out_ms, s->stall_unmeasured ? " (some swap-ins not timed)" : "");
-    char need[32];
-    budget_text(need, sizeof need, s->largest_need + s->granularity);
-    fprintf(f, "  smallest budget    largest working set %.1f MiB (with library memory): SN_BUDGET=%s measured feasible\n",
-            mib(s->largest_need), need);
-    fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
-            (unsigned long long)s->oom_allocs);
-    if (s->algo_searches || s->workspace != SN_WORKSPACE_KEEP)
-        fprintf(f, "  algorithms         SN_WORKSPACE=%s; %llu convolution configurations searched (%llu found "
-                   "nothing); scratch for the searches at most %.1f MiB\n",
-                sn_option_choice("SN_WORKSPACE", s->workspace), (unsigned long long)s->algo_searches,
-                (unsigned long long)s->algo_search_failed, mib(s->search_peak));
-    if (s->relearn_begun)
-        fprintf(f, "  learned anew       %llu times of %llu begun (the run stayed off the learned iteration; a "
-                   "new profile, and a new plan, each time)\n",
-                (unsigned long long)s->relearned, (unsigned long long)s->relearn_begun);
     if (s->plan_host_ms > 0 || s->plan_unfinished)
         fprintf(f, "  planning           %.0f ms of host time, %.0f ms of it on the framework's threads (%s)%s\n",
                 s->plan_host_ms, s->plan_blocked_ms,
@@ -252,6 +189,77 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
     }
 }
 
+static void text_manage(FILE *f, const sn_manage_stats *s)
+{
+    if (!s->active)
+        return;
+    char budget[32];
+    budget_text(budget, sizeof budget, s->budget);
+    if (s->pool)
+        fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s)\n", s->backing ? s->backing : "?",
+                mib(s->budget), budget);
+    else
+    fprintf(f, "manage       %s, budget %.1f MiB (SN_BUDGET=%s), granule %.0f KiB, host limit %.1f GiB\n",
+            s->backing ? s->backing : "?", mib(s->budget), budget, (double)s->granularity / 1024.0,
+            (double)s->host_limit / (1024.0 * 1024.0 * 1024.0));
+    if (s->pool) {
+        char need[32];
+        budget_text(need, sizeof need, (s->largest_need + s->granularity) / s->granularity * s->granularity);
+        fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB\n",
+                (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated));
+        fprintf(f, "  placement          high-water mark %.1f MiB, of it %.1f MiB unusable holes at the peak "
+                   "(Dymem's fragmentation)\n", mib(s->peak_resident), mib(s->rounding));
+        fprintf(f, "  could not          move anything off the device (no VMM); a run larger than the pool "
+                   "gets out-of-memory\n");
+        fprintf(f, "  smallest budget    SN_BUDGET=%s measured feasible (the high-water mark)\n", need);
+        fprintf(f, "  out of memory      %llu allocations refused\n", (unsigned long long)s->oom_allocs);
+        return;
+    }
+    fprintf(f, "  served             %llu allocations (%.1f MiB); peak allocated %.1f MiB, granule rounding %.1f MiB\n",
+            (unsigned long long)s->allocs, mib(s->alloc_bytes), mib(s->peak_allocated), mib(s->rounding));
+    if (s->passed)
+        fprintf(f, "  left to CUDA       %llu allocations (%.1f MiB): managed or stream-ordered, not moved by libsn\n",
+                (unsigned long long)s->passed, mib(s->passed_bytes));
+    fprintf(f, "  resident           peak %.1f MiB mapped, %.1f MiB of physical handles (%llu made, %.1f MiB); library "
+               "memory kept resident %.1f MiB\n",
+            mib(s->peak_resident), mib(s->peak_physical), (unsigned long long)s->handles_created,
+            mib(s->handles_created_bytes), mib(s->pinned_library));
+    fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
+            (unsigned long long)s->swap_in, mib(s->swap_in_bytes), (unsigned long long)s->swap_out,
+            mib(s->swap_out_bytes), mib(s->host_peak));
+    fprintf(f, "  evictions          %llu: %llu clean (host copy current, nothing written back), %llu freed (dead)\n",
+            (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
+            (unsigned long long)s->freed_drops);
+    fprintf(f, "  dead on arrival    %llu blocks mapped for a call that overwrites them whole (nothing copied in)\n",
+            (unsigned long long)s->dead_loads);
+    fprintf(f, "  predicted dead     %llu dirty blocks dropped, not written back (the learned iteration overwrites "
+               "them whole next); %llu read afterwards%s\n",
+            (unsigned long long)s->predicted_drops, (unsigned long long)s->dropped_reads,
+            s->dropped_reads ? " (libsn errors: results not to be trusted)" : "");
+    fprintf(f, "  waits              %llu fences on the framework's streams, %llu host waits for swap-outs, %llu "
+               "for planned leaves' own copies alone\n",
+            (unsigned long long)s->fences, (unsigned long long)s->host_waits, (unsigned long long)s->own_waits);
+    fprintf(f, "  stalls             %.3f ms of streams waiting for swap-ins, %.3f ms of host waits for swap-outs "
+               "(device clock)%s\n",
+            s->stall_in_ms, s->stall_out_ms, s->stall_unmeasured ? " (some swap-ins not timed)" : "");
+    char need[32];
+    budget_text(need, sizeof need, s->largest_need + s->granularity);
+    fprintf(f, "  smallest budget    largest working set %.1f MiB (with library memory): SN_BUDGET=%s measured feasible\n",
+            mib(s->largest_need), need);
+    fprintf(f, "  out of memory      %llu calls, %llu allocations refused\n", (unsigned long long)s->oom_calls,
+            (unsigned long long)s->oom_allocs);
+    if (s->algo_searches || s->workspace != SN_WORKSPACE_KEEP)
+        fprintf(f, "  algorithms         SN_WORKSPACE=%s; %llu convolution configurations searched (%llu found "
+                   "nothing); scratch for the searches at most %.1f MiB\n",
+                sn_option_choice("SN_WORKSPACE", s->workspace), (unsigned long long)s->algo_searches,
+                (unsigned long long)s->algo_search_failed, mib(s->search_peak));
+    if (s->relearn_begun)
+        fprintf(f, "  learned anew       %llu times of %llu begun (the run stayed off the learned iteration; a "
+                   "new profile, and a new plan, each time)\n",
+                (unsigned long long)s->relearned, (unsigned long long)s->relearn_begun);
+    text_manage_plan(f, s);
+}
+
 static const char *source_name(int source)
 {
     return source == SN_PLANMODEL_MEASURED ? "measured" : source == SN_PLANMODEL_GIVEN ? "given" : "default";
@@ -322,6 +330,132 @@ static void json_plan_model(FILE *f, const sn_trace *t, const sn_model *m)
     sn_planmodel_free(&ps);
 }
 
+/* The layer table: per layer its steps, shapes, inputs, readers and times. */
+static void text_layer_table(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    fprintf(f, "\nlayer table\n");
+    fprintf(f, "  %4s %-13s %4s %4s  %-18s %-18s %-12s %4s %4s %4s %9s %9s\n", "id", "type", "fwd",
+            "bwd", "input", "output", "inputs", "cons", "fork", "join", "fwd ms", "bwd ms");
+    for (int l = 0; l < m->nlayers; l++) {
+        const sn_model_layer *L = &m->layers[l];
+        char in[64], out[64], ins[64];
+        layer_shapes(t, L, in, out, sizeof in);
+        size_t off = 0;
+        ins[0] = 0;
+        for (int k = 0; k < L->nin && off + 8 < sizeof ins; k++)
+            off += (size_t)snprintf(ins + off, sizeof ins - off, "%s%d", k ? "," : "",
+                                    m->edge_layer[L->in_begin + k]);
+        if (!L->nin)
+            snprintf(ins, sizeof ins, "-");
+        fprintf(f, "  %4d %-13s %4d %4d  %-18s %-18s %-12s %4d %4s %4s", l, L->type, L->nfwd, L->nbwd,
+                in[0] ? in : "-", out[0] ? out : "-", ins, L->consumers, L->fork ? "yes" : "-",
+                L->join ? "yes" : "-");
+        if (m->timed)
+            fprintf(f, " %9.4f %9.4f\n", L->fwd_ms, L->bwd_ms);
+        else
+            fprintf(f, " %9s %9s\n", "-", "-");
+    }
+}
+
+/* The tensor table: the roles' totals, then the largest tensors (at most
+ * 40; the JSON report has them all). */
+static void text_tensor_table(FILE *f, const sn_model *m)
+{
+    fprintf(f, "\ntensor table (%d tensors in one iteration)\n", m->ntensors);
+    for (int r = 0; r < SN_ROLE_COUNT; r++)
+        fprintf(f, "  %-16s %5d  %10.3f MiB\n", sn_role_name(r), m->role_count[r], mib(m->role_bytes[r]));
+    int *idx = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *idx);
+    if (idx) {
+        for (int i = 0; i < m->ntensors; i++)
+            idx[i] = i;
+        /* largest first, then by id: a stable, readable order */
+        for (int i = 1; i < m->ntensors; i++) {
+            int x = idx[i], j = i - 1;
+            while (j >= 0 && (m->tensors[idx[j]].bytes < m->tensors[x].bytes ||
+                              (m->tensors[idx[j]].bytes == m->tensors[x].bytes && idx[j] > x))) {
+                idx[j + 1] = idx[j];
+                j--;
+            }
+            idx[j + 1] = x;
+        }
+        int shown = m->ntensors < 40 ? m->ntensors : 40;
+        fprintf(f, "  %5s %12s %-16s %-13s %8s %4s %-9s\n", "id", "bytes", "kind", "lifetime", "producer",
+                "cons", "identity");
+        for (int k = 0; k < shown; k++) {
+            const sn_model_tensor *T = &m->tensors[idx[k]];
+            char life[32], prod[16], ident[32];
+            if (T->carried)
+                snprintf(life, sizeof life, "iteration");
+            else
+                snprintf(life, sizeof life, "%d-%d (%d)", T->first, T->last, T->last - T->first + 1);
+            if (T->producer >= 0)
+                snprintf(prod, sizeof prod, "%d", T->producer);
+            else
+                snprintf(prod, sizeof prod, "-");
+            if (T->alloc_in_iter)
+                snprintf(ident, sizeof ident, "site#%d", T->ordinal);
+            else
+                snprintf(ident, sizeof ident, "persistent");
+            fprintf(f, "  %5d %12llu %-16s %-13s %8s %4d %-9s\n", idx[k], (unsigned long long)T->bytes,
+                    sn_role_name(T->role), life, prod, T->consumers, ident);
+        }
+        if (shown < m->ntensors)
+            fprintf(f, "  ... %d smaller tensors (all of them are in the JSON report)\n",
+                    m->ntensors - shown);
+        free(idx);
+    }
+}
+
+/* Memory per step under each what-if strategy (at most 200 rows). */
+static void text_memory_table(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    fprintf(f, "\nmemory per step (MiB)\n");
+    fprintf(f, "  %5s %-8s %5s %-18s %9s %9s %9s %9s\n", "step", "phase", "layer", "op", "as-is",
+            "liveness", "conv-off", "all-off");
+    int every = m->period > 200 ? (int)((m->period + 199) / 200) : 1;
+    for (size_t s = 0; s < m->period; s++) {
+        const sn_model_step *st = &m->steps[s];
+        if (every > 1 && s % (size_t)every != 0 && s + 1 != m->period)
+            continue;
+        char layer[16];
+        if (st->layer >= 0)
+            snprintf(layer, sizeof layer, "%d", st->layer);
+        else
+            snprintf(layer, sizeof layer, "-");
+        fprintf(f, "  %5zu %-8s %5s %-18s %9.3f %9.3f %9.3f %9.3f\n", s, sn_phase_name(st->phase), layer,
+                sn_op_name(t->calls[st->call].op), mib(st->mem_asis), mib(st->mem_live),
+                mib(st->mem_conv), mib(st->mem_all));
+    }
+    if (every > 1)
+        fprintf(f, "  (every %d-th step shown; the JSON report has all)\n", every);
+}
+
+/* The what-if peaks, the lower bound and the smallest budget expected. */
+static void text_whatif(FILE *f, const sn_trace *t, const sn_model *m)
+{
+    fprintf(f, "\nwhat-if peaks\n");
+    fprintf(f, "  as allocated, whole run        %10.3f MiB\n", mib(m->peak_asis));
+    fprintf(f, "  as allocated, one iteration    %10.3f MiB\n", mib(m->peak_asis_iter));
+    fprintf(f, "  with liveness                  %10.3f MiB\n", mib(m->peak_live));
+    fprintf(f, "  conv outputs offloaded         %10.3f MiB\n", mib(m->peak_conv));
+    fprintf(f, "  all feature maps offloaded     %10.3f MiB\n", mib(m->peak_all));
+    fprintf(f, "  SuperNeurons (layer sets)      %10.3f MiB\n", mib(m->peak_superneurons));
+    fprintf(f, "  lower bound                    %10.3f MiB = largest step working set %.3f MiB + libraries "
+               "%.3f MiB",
+            mib(m->lower_bound), mib(m->max_working_set), mib(m->lower_bound - m->max_working_set));
+    if (m->max_working_set_step >= 0) {
+        const sn_model_step *st = &m->steps[m->max_working_set_step];
+        fprintf(f, " (step %d, %s", m->max_working_set_step, sn_op_name(t->calls[st->call].op));
+        if (st->layer >= 0)
+            fprintf(f, ", layer %d %s", st->layer, m->layers[st->layer].type);
+        fprintf(f, ")");
+    }
+    fprintf(f, "\n");
+    char budget[32];
+    budget_text(budget, sizeof budget, m->budget);
+    fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%s\n", budget);
+}
+
 static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
 {
     fprintf(f, "== device %d ==\n", m->dev);
@@ -373,115 +507,10 @@ static void text_device(FILE *f, const sn_trace *t, const sn_model *m)
         fprintf(f, "unseen       %llu ranges outside known allocations, %d steps not seen through, "
                    "%d backward groups without a layer\n",
                 (unsigned long long)m->unknown_ranges, m->opaque_steps, m->unmatched_bwd);
-
-    fprintf(f, "\nlayer table\n");
-    fprintf(f, "  %4s %-13s %4s %4s  %-18s %-18s %-12s %4s %4s %4s %9s %9s\n", "id", "type", "fwd",
-            "bwd", "input", "output", "inputs", "cons", "fork", "join", "fwd ms", "bwd ms");
-    for (int l = 0; l < m->nlayers; l++) {
-        const sn_model_layer *L = &m->layers[l];
-        char in[64], out[64], ins[64];
-        layer_shapes(t, L, in, out, sizeof in);
-        size_t off = 0;
-        ins[0] = 0;
-        for (int k = 0; k < L->nin && off + 8 < sizeof ins; k++)
-            off += (size_t)snprintf(ins + off, sizeof ins - off, "%s%d", k ? "," : "",
-                                    m->edge_layer[L->in_begin + k]);
-        if (!L->nin)
-            snprintf(ins, sizeof ins, "-");
-        fprintf(f, "  %4d %-13s %4d %4d  %-18s %-18s %-12s %4d %4s %4s", l, L->type, L->nfwd, L->nbwd,
-                in[0] ? in : "-", out[0] ? out : "-", ins, L->consumers, L->fork ? "yes" : "-",
-                L->join ? "yes" : "-");
-        if (m->timed)
-            fprintf(f, " %9.4f %9.4f\n", L->fwd_ms, L->bwd_ms);
-        else
-            fprintf(f, " %9s %9s\n", "-", "-");
-    }
-
-    fprintf(f, "\ntensor table (%d tensors in one iteration)\n", m->ntensors);
-    for (int r = 0; r < SN_ROLE_COUNT; r++)
-        fprintf(f, "  %-16s %5d  %10.3f MiB\n", sn_role_name(r), m->role_count[r], mib(m->role_bytes[r]));
-    int *idx = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *idx);
-    if (idx) {
-        for (int i = 0; i < m->ntensors; i++)
-            idx[i] = i;
-        /* largest first, then by id: a stable, readable order */
-        for (int i = 1; i < m->ntensors; i++) {
-            int x = idx[i], j = i - 1;
-            while (j >= 0 && (m->tensors[idx[j]].bytes < m->tensors[x].bytes ||
-                              (m->tensors[idx[j]].bytes == m->tensors[x].bytes && idx[j] > x))) {
-                idx[j + 1] = idx[j];
-                j--;
-            }
-            idx[j + 1] = x;
-        }
-        int shown = m->ntensors < 40 ? m->ntensors : 40;
-        fprintf(f, "  %5s %12s %-16s %-13s %8s %4s %-9s\n", "id", "bytes", "kind", "lifetime", "producer",
-                "cons", "identity");
-        for (int k = 0; k < shown; k++) {
-            const sn_model_tensor *T = &m->tensors[idx[k]];
-            char life[32], prod[16], ident[32];
-            if (T->carried)
-                snprintf(life, sizeof life, "iteration");
-            else
-                snprintf(life, sizeof life, "%d-%d (%d)", T->first, T->last, T->last - T->first + 1);
-            if (T->producer >= 0)
-                snprintf(prod, sizeof prod, "%d", T->producer);
-            else
-                snprintf(prod, sizeof prod, "-");
-            if (T->alloc_in_iter)
-                snprintf(ident, sizeof ident, "site#%d", T->ordinal);
-            else
-                snprintf(ident, sizeof ident, "persistent");
-            fprintf(f, "  %5d %12llu %-16s %-13s %8s %4d %-9s\n", idx[k], (unsigned long long)T->bytes,
-                    sn_role_name(T->role), life, prod, T->consumers, ident);
-        }
-        if (shown < m->ntensors)
-            fprintf(f, "  ... %d smaller tensors (all of them are in the JSON report)\n",
-                    m->ntensors - shown);
-        free(idx);
-    }
-
-    fprintf(f, "\nmemory per step (MiB)\n");
-    fprintf(f, "  %5s %-8s %5s %-18s %9s %9s %9s %9s\n", "step", "phase", "layer", "op", "as-is",
-            "liveness", "conv-off", "all-off");
-    int every = m->period > 200 ? (int)((m->period + 199) / 200) : 1;
-    for (size_t s = 0; s < m->period; s++) {
-        const sn_model_step *st = &m->steps[s];
-        if (every > 1 && s % (size_t)every != 0 && s + 1 != m->period)
-            continue;
-        char layer[16];
-        if (st->layer >= 0)
-            snprintf(layer, sizeof layer, "%d", st->layer);
-        else
-            snprintf(layer, sizeof layer, "-");
-        fprintf(f, "  %5zu %-8s %5s %-18s %9.3f %9.3f %9.3f %9.3f\n", s, sn_phase_name(st->phase), layer,
-                sn_op_name(t->calls[st->call].op), mib(st->mem_asis), mib(st->mem_live),
-                mib(st->mem_conv), mib(st->mem_all));
-    }
-    if (every > 1)
-        fprintf(f, "  (every %d-th step shown; the JSON report has all)\n", every);
-
-    fprintf(f, "\nwhat-if peaks\n");
-    fprintf(f, "  as allocated, whole run        %10.3f MiB\n", mib(m->peak_asis));
-    fprintf(f, "  as allocated, one iteration    %10.3f MiB\n", mib(m->peak_asis_iter));
-    fprintf(f, "  with liveness                  %10.3f MiB\n", mib(m->peak_live));
-    fprintf(f, "  conv outputs offloaded         %10.3f MiB\n", mib(m->peak_conv));
-    fprintf(f, "  all feature maps offloaded     %10.3f MiB\n", mib(m->peak_all));
-    fprintf(f, "  SuperNeurons (layer sets)      %10.3f MiB\n", mib(m->peak_superneurons));
-    fprintf(f, "  lower bound                    %10.3f MiB = largest step working set %.3f MiB + libraries "
-               "%.3f MiB",
-            mib(m->lower_bound), mib(m->max_working_set), mib(m->lower_bound - m->max_working_set));
-    if (m->max_working_set_step >= 0) {
-        const sn_model_step *st = &m->steps[m->max_working_set_step];
-        fprintf(f, " (step %d, %s", m->max_working_set_step, sn_op_name(t->calls[st->call].op));
-        if (st->layer >= 0)
-            fprintf(f, ", layer %d %s", st->layer, m->layers[st->layer].type);
-        fprintf(f, ")");
-    }
-    fprintf(f, "\n");
-    char budget[32];
-    budget_text(budget, sizeof budget, m->budget);
-    fprintf(f, "  smallest SN_BUDGET expected    SN_BUDGET=%s\n", budget);
+    text_layer_table(f, t, m);
+    text_tensor_table(f, m);
+    text_memory_table(f, t, m);
+    text_whatif(f, t, m);
     text_plan_model(f, t, m);
     fprintf(f, "checks       %s\n", sn_model_check_name(m->check));
 }
