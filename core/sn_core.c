@@ -1866,64 +1866,12 @@ static void sn_finish(int cuda_usable)
                 ms->passed = __atomic_load_n(&sn_devs[dev].passed, __ATOMIC_RELAXED);
                 ms->passed_bytes = __atomic_load_n(&sn_devs[dev].passed_bytes, __ATOMIC_RELAXED);
                 ms->workspace = sn_opt.workspace;
-                ms->algo_searches = sn_devs[dev].mgr.searches;
-                ms->algo_search_failed = sn_devs[dev].mgr.searches_failed;
-                const sn_exec *ex = &sn_devs[dev].mgr.exec;
                 sn_trace *tr = sn_devs[dev].trace;
                 /* a re-learning not complete by now is given up: the report
                  * is of the iteration learned last */
                 sn_trace_relearn_abandon(tr);
                 sn_relearn_events_locked(&sn_devs[dev], tr);
-                if (ex->plans && ex->active) {
-                    ms->has_plan = 1;
-                    ms->plan_policy = ex->policy;
-                    ms->plan_predicted_ms = ex->predicted_ms;
-                    ms->plan_bound_ms = ex->limit.ms;
-                    ms->plan_bound_compute_ms = ex->limit.compute_ms;
-                    ms->plan_bound_transfer_ms = ex->limit.transfer_ms;
-                    ms->plan_bound_stall_ms = ex->limit.stall_ms;
-                    ms->plan_bound_from = ex->limit.window_from;
-                    ms->plan_bound_to = ex->limit.window_to;
-                    ms->plan_unlimited_ms = ex->limit.unlimited_ms;
-                    ms->plan_bound_offdevice = ex->limit.offdevice_bytes;
-                    ms->plan_sync_steps = 0;
-                    for (int s = 0; ex->plan.sync && s < ex->nsteps; s++)
-                        ms->plan_sync_steps += ex->plan.sync[s] != 0;
-                    ms->plan_liveness = ex->plan.framework_liveness;
-                    ms->plan_why = ex->plan.predicted.feasible ? NULL : ex->plan.predicted.why;
-                    ms->plan_bad_step = ex->plan.predicted.feasible ? -1 : ex->plan.predicted.bad_step;
-                    ms->plan_iterations = ex->iterations_all;
-                    ms->plan_iterations_last = ex->iterations;
-                    ms->plan_skipped += ex->skipped_unbound;
-                    ms->plan_left = ex->left;
-                    ms->plan_rebound = ex->rebound;
-                    ms->plan_stall_ms = ex->plan.predicted.feasible ? ex->plan.predicted.stall_ms : -1;
-                    ms->plan_niter = sn_exec_history(ex, ms->plan_iter);
-                    ms->plan_curve = ex->plan_mem;
-                    ms->seen_curve = ex->seen_mem;
-                    ms->curve_len = ex->period > 0 ? (size_t)ex->period : 0;
-                    ms->plan_algo_steps = ex->algo_steps;
-                    ms->plan_algo_up = ex->algo_up;
-                    ms->plan_algo_down = ex->algo_down;
-                    ms->plan_algo_framework = ex->algo_framework;
-                    ms->plan_algo_calls = __atomic_load_n(&ex->algo_calls, __ATOMIC_RELAXED);
-                    ms->plan_algo_scratch_calls = __atomic_load_n(&ex->algo_scratch_calls, __ATOMIC_RELAXED);
-                    ms->plan_algo_kept = __atomic_load_n(&ex->algo_kept, __ATOMIC_RELAXED);
-                    ms->plan_resumed = ex->resumed;
-                    ms->plan_trials = ex->trial.n;
-                    ms->plan_trial_kept = ex->trial.done ? ex->trial.best : ex->trial.rank;
-                    for (int r = 0; r < ex->trial.n; r++) {
-                        ms->plan_trial_pred[r] = ex->trial.pred[r];
-                        ms->plan_trial_ms[r] = ex->trial.ms[r];
-                        ms->plan_trial_model[r] = ex->trial.model[r];
-                    }
-                    ms->plans = ex->plans;
-                }
-                ms->plan_host_ms = sn_devs[dev].mgr.host_ms;
-                ms->plan_blocked_ms = sn_devs[dev].mgr.blocked_ms;
-                ms->plan_waited = sn_opt.plan_wait;
-                int pst = sn_plan_state_get(&sn_devs[dev].mgr.state);
-                ms->plan_unfinished = pst == SN_PLAN_MAKING || pst == SN_PLAN_READY;
+                sn_manage_report_locked(&sn_devs[dev].mgr, ms);
                 ms->plan_off_steps = tr->run.off_sequence;
                 ms->relearn_begun = tr->relearn_begun;
                 ms->relearned = tr->relearned;

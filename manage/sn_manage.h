@@ -109,4 +109,8 @@ static inline void sn_manage_searched_locked(sn_manager *m, int n)
         m->searches_failed++;
 }
 
+/* The plan's part of the end-of-run report: how it was made, followed and
+ * measured, and how long planning took. */
+void sn_manage_report_locked(const sn_manager *m, sn_manage_stats *ms);
+
 #endif
