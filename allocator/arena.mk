@@ -1,8 +1,8 @@
-# allocator/arena.mk — unit tests of the arena's pure parts: the prediction
-# of dead contents (sn_predict.h, inline) and the pinned host slabs' hole list
-# (sn_stage.c's sn_stage_slab_take/give). The arena itself (sn_arena.c)
-# calls the real CUDA functions and is tested through libsn on the
-# simulated device (tests/test_sn_manage.sh, test_sn_stress.sh, ...).
+# allocator/arena.mk — unit tests of the arena: its pure parts (the
+# prediction of dead contents, sn_predict.h, inline, and the pinned host
+# slabs' hole list, sn_stage.c's sn_stage_slab_take/give) and its residency
+# phases over a fake driver (test_sn_arena). Its behaviour on the simulated
+# device is tested through libsn (tests/test_sn_manage.sh, test_sn_stress.sh, ...).
 
 $(BUILD)/tests/test_sn_predict: $(BUILD)/tests/test_sn_predict.o \
                                 $(BUILD)/allocator/sn_stage.o $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o \
@@ -10,3 +10,13 @@ $(BUILD)/tests/test_sn_predict: $(BUILD)/tests/test_sn_predict.o \
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm -ldl -lpthread
 
 TEST_BINS += $(BUILD)/tests/test_sn_predict
+
+# The arena's residency phases over a fake driver (tests/test_sn_arena.c
+# includes sn_arena.c itself, to reach its phases, and defines the
+# real-function table): no CUDA library and no shim/ object.
+$(BUILD)/tests/test_sn_arena: $(BUILD)/tests/test_sn_arena.o \
+                              $(BUILD)/allocator/sn_stage.o $(BUILD)/allocator/sn_gtbm.o \
+                              $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o $(BUILD)/common/sn_lock.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm -ldl -lpthread
+
+TEST_BINS += $(BUILD)/tests/test_sn_arena

@@ -729,11 +729,23 @@ typedef struct sn_move {
                       * its last use: only its own event is waited for */
 } sn_move;
 
+/* Handles the cache of free handles could not file (its array would not
+ * grow), to be released once the arena's lock is let go: no CUDA call
+ * under a libsn lock. Their bytes stay counted until the release has
+ * returned, so that another thread's cuMemCreate meanwhile never meets a
+ * device short of memory the account calls free. */
+typedef struct sn_spill {
+    CUmemGenericAllocationHandle *h;
+    size_t n, cap;
+    uint64_t bytes;
+} sn_spill;
+
 typedef struct sn_moves {
     sn_move *victims, *loads;
     size_t nvictims, nloads, cap_victims, cap_loads;
     CUmemGenericAllocationHandle *release;
     size_t nrelease, cap_release;
+    sn_spill spill;              /* handles given back to no cache (sn_pieces_to_cache_locked) */
     int fence;                   /* in-flight work may touch a victim */
     int drain;                   /* a victim's own copy out may still be running */
     int prefetch;                /* loads for the plan: no consumer waits now */
@@ -756,6 +768,7 @@ static void sn_moves_free(sn_moves *p)
     free(p->victims);
     free(p->loads);
     free(p->release);
+    free(p->spill.h);
 }
 
 /* Adds piece pc to a load's handles. */
@@ -1075,6 +1088,15 @@ static void sn_unpin_all(void *const *blocks, size_t n)
         sn_unpin(blocks[i]);
 }
 
+/* Handles to give back to the driver once the arena's lock is let go. */
+static void sn_release_handles(const CUmemGenericAllocationHandle *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sn_witness_cuda("cuMemRelease");
+        SN_REAL(cuMemRelease)(h[i]);
+    }
+}
+
 /* Unmaps the first n pieces of a backing mapped from va, one mapping each. */
 static void sn_backing_unmap(const sn_backing *bk, uintptr_t va, int n)
 {
@@ -1134,164 +1156,215 @@ static void sn_leave_after_load(sn_arena *ar, sn_block *b)
     }
 }
 
-/* Carries out a plan with no lock held. Returns 0, or -1 when a handle
- * could not be created (the device itself is out of memory). */
-static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
+/* One plan being carried out with no lock held (sn_moves_run), phase by
+ * phase: what each phase leaves for the next. */
+typedef struct sn_run {
+    sn_arena *ar;
+    sn_moves *p;
+    void *stream;            /* the consumer's (ignored for a prefetch) */
+    int copies;              /* a victim is copied out */
+    int must_wait;           /* the host waits for the whole copy stream */
+    uint64_t own_waits;      /* ... else for these planned victims' own events */
+    cudaEvent_t out0, out1;  /* timing of the copies out */
+    int failed;              /* a load could not be backed or mapped */
+    int copies_in, no_event; /* loads copied in; one of them got no event */
+    cudaEvent_t last;        /* the last copy in's event */
+} sn_run;
+
+/* Victims, phase 1: the copy stream waits for the work in flight that may
+ * touch a victim: an event on every stream the framework used, or the
+ * whole device when they cannot all be named. */
+static void sn_victims_fence(sn_run *r)
 {
-    int failed = 0;
-    /* 1. victims: fence, copy out, wait, unmap */
-    if (p->nvictims) {
-        int copies = 0;
-        for (size_t i = 0; i < p->nvictims; i++)
-            copies |= p->victims[i].copy;
-        /* (a victim whose load may still be arriving has p->fence set,
-         * so the host waits for the copy stream, which waits for the
-         * load: sn_leave_after_load below) */
-        int must_wait = copies || p->fence || p->drain;
-        uint64_t own_waits = 0;
-        /* test switch: the copy out does not wait for the work before it */
-        if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && copies)
-            p->fence = 0;
-        if (p->fence && p->overflow) {
-            sn_witness_cuda("cudaDeviceSynchronize");
-            sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
-        } else if (p->fence) {
-            for (int i = 0; i < p->nstreams; i++) {
-                cudaEvent_t e = sn_arena_event(ar);
-                sn_witness_cuda("cudaEventRecord");
-                if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)p->streams[i]) != cudaSuccess ||
-                    SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
-                    sn_arena_quiet(cudaErrorUnknown);
-                    sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
-                }
-                sn_lock_take(&ar->lock);
-                sn_arena_event_put_locked(ar, e);
-                sn_lock_give(&ar->lock);
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
+    r->copies = 0;
+    for (size_t i = 0; i < p->nvictims; i++)
+        r->copies |= p->victims[i].copy;
+    /* (a victim whose load may still be arriving has p->fence set,
+     * so the host waits for the copy stream, which waits for the
+     * load: sn_leave_after_load below) */
+    r->must_wait = r->copies || p->fence || p->drain;
+    /* test switch: the copy out does not wait for the work before it */
+    if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && r->copies)
+        p->fence = 0;
+    if (p->fence && p->overflow) {
+        sn_witness_cuda("cudaDeviceSynchronize");
+        sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+    } else if (p->fence) {
+        for (int i = 0; i < p->nstreams; i++) {
+            cudaEvent_t e = sn_arena_event(ar);
+            sn_witness_cuda("cudaEventRecord");
+            if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)p->streams[i]) != cudaSuccess ||
+                SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
+                sn_arena_quiet(cudaErrorUnknown);
+                sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
             }
-        }
-        for (size_t i = 0; i < p->nvictims; i++) {
-            sn_debug("evict %p+%llu copy %d fence %d streams %d overflow %d", (void *)p->victims[i].b->va,
-                     (unsigned long long)p->victims[i].b->size, p->victims[i].copy, p->fence, p->nstreams, p->overflow);
-            sn_leave_after_load(ar, p->victims[i].b);
-        }
-        cudaEvent_t out0 = NULL, out1 = NULL;
-        if (copies && (out0 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(out0, ar->copy_stream) != cudaSuccess) {
-            sn_arena_quiet(cudaErrorUnknown);
-            out0 = NULL;
-        }
-        for (size_t i = 0; i < p->nvictims; i++) {
-            sn_move *m = &p->victims[i];
-            if (!m->copy)
-                continue;
-            if (!m->b->host) {
-                sn_lock_take(&ar->lock);
-                void *h = sn_stage_take_locked(&ar->stage, m->b->size);
-                sn_lock_give(&ar->lock);
-                if (!h)
-                    h = sn_stage_grow(&ar->stage, &ar->lock, m->b->size);
-                m->b->host = h;
-            }
-            if (!m->b->host) {
-                sn_error("device %d: no pinned host memory for a %llu-byte block; its contents "
-                         "cannot be saved", ar->dev, (unsigned long long)m->b->size);
-                sn_lock_take(&ar->lock);
-                sn_stage_unreserve_locked(&ar->stage, m->b->size);
-                sn_lock_give(&ar->lock);
-                m->copy = 0;
-                continue;
-            }
-            sn_witness_cuda("cudaMemcpyAsync");
-            sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
-                                                    cudaMemcpyDeviceToHost, ar->copy_stream));
-        }
-        if (out0 && (out1 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(out1, ar->copy_stream) != cudaSuccess) {
-            sn_arena_quiet(cudaErrorUnknown);
-            out1 = NULL;
-        }
-        if (must_wait) {
-            sn_witness_cuda("cudaStreamSynchronize");
-            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
-        } else {
-            /* only the planned victims' own copies (or drops) */
-            for (size_t i = 0; i < p->nvictims; i++)
-                if (p->victims[i].left && p->victims[i].b->leave_ev) {
-                    own_waits++;
-                    sn_witness_cuda("cudaEventSynchronize");
-                    if (SN_REAL(cudaEventSynchronize)(p->victims[i].b->leave_ev) != cudaSuccess) {
-                        sn_arena_quiet(cudaErrorUnknown);
-                        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
-                        break;
-                    }
-                }
-        }
-        if (out0) {
-            double ms = sn_elapsed_ms(out0, out1, !must_wait);
             sn_lock_take(&ar->lock);
-            if (ms >= 0)
-                ar->st.stall_out_ms += ms;
-            sn_timing_put_locked(ar, out0);
-            sn_timing_put_locked(ar, out1);
+            sn_arena_event_put_locked(ar, e);
             sn_lock_give(&ar->lock);
         }
-        for (size_t i = 0; i < p->nvictims; i++)
-            sn_backing_unmap(&p->victims[i].bk, p->victims[i].b->va, p->victims[i].bk.n);
+    }
+    for (size_t i = 0; i < p->nvictims; i++) {
+        sn_debug("evict %p+%llu copy %d fence %d streams %d overflow %d", (void *)p->victims[i].b->va,
+                 (unsigned long long)p->victims[i].b->size, p->victims[i].copy, p->fence, p->nstreams, p->overflow);
+        sn_leave_after_load(ar, p->victims[i].b);
+    }
+}
+
+/* Pinned host memory for a victim's copy (reserved when it was chosen),
+ * from the slabs or a new one; NULL gives the reservation back. */
+static void *sn_victim_host(sn_arena *ar, sn_block *b)
+{
+    sn_lock_take(&ar->lock);
+    void *h = sn_stage_take_locked(&ar->stage, b->size);
+    sn_lock_give(&ar->lock);
+    if (!h)
+        h = sn_stage_grow(&ar->stage, &ar->lock, b->size);
+    if (!h) {
+        sn_error("device %d: no pinned host memory for a %llu-byte block; its contents "
+                 "cannot be saved", ar->dev, (unsigned long long)b->size);
         sn_lock_take(&ar->lock);
-        for (size_t i = 0; i < p->nvictims; i++) {
-            sn_move *m = &p->victims[i];
-            sn_block *b = m->b;
-            ar->st.evictions++;
-            if (b->leaving)
-                sn_leaving_remove_locked(ar, b);
-            b->host_pending = 0;
-            if (b->is_free) {
-                ar->st.freed_drops++;
-            } else if (m->fresh) {
-                /* predicted dead: the device's newer contents are gone, and
-                 * the host's older copy must never come back */
-                ar->st.predicted_drops++;
-                sn_predict_dropped(&b->pred);
-                b->host_valid = 0;
-            } else if (!m->copy && b->host_valid) {
-                ar->st.clean_drops++;
-            }
-            if (m->copy && b->host) {
-                ar->st.swap_out++;
-                ar->st.swap_out_bytes += b->size;
-                b->host_valid = 1;
-            }
-            b->dirty = 0;
-            b->resident = 0;
-            b->busy = 0;
-            b->bk.n = 0;
-            if (b->load_ev) {
-                sn_arena_event_put_locked(ar, b->load_ev);
-                b->load_ev = NULL;
-            }
-        }
-        if (copies || p->fence)
-            ar->st.host_waits++;
-        ar->st.own_waits += own_waits;
-        if (p->fence)
-            ar->st.fences++;
+        sn_stage_unreserve_locked(&ar->stage, b->size);
         sn_lock_give(&ar->lock);
-        /* the victims' handles no load takes were evicted for their bytes:
-         * released (their bytes already left the account) */
-        for (size_t i = 0; i < p->nvictims; i++) {
-            const sn_move *m = &p->victims[i];
-            for (int k = 0; k < m->bk.n; k++)
-                if (!(m->given & (1u << k))) {
-                    sn_witness_cuda("cuMemRelease");
-                    SN_REAL(cuMemRelease)(m->bk.pc[k].h);
+    }
+    return h;
+}
+
+/* Victims, phase 2: the copies out on the copy stream, between two timing
+ * events. */
+static void sn_victims_copy_out(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
+    if (r->copies && (r->out0 = sn_timing_event(ar)) &&
+        SN_REAL(cudaEventRecord)(r->out0, ar->copy_stream) != cudaSuccess) {
+        sn_arena_quiet(cudaErrorUnknown);
+        r->out0 = NULL;
+    }
+    for (size_t i = 0; i < p->nvictims; i++) {
+        sn_move *m = &p->victims[i];
+        if (!m->copy)
+            continue;
+        if (!m->b->host)
+            m->b->host = sn_victim_host(ar, m->b);
+        if (!m->b->host) {
+            m->copy = 0;
+            continue;
+        }
+        sn_witness_cuda("cudaMemcpyAsync");
+        sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
+                                                cudaMemcpyDeviceToHost, ar->copy_stream));
+    }
+    if (r->out0 && (r->out1 = sn_timing_event(ar)) &&
+        SN_REAL(cudaEventRecord)(r->out1, ar->copy_stream) != cudaSuccess) {
+        sn_arena_quiet(cudaErrorUnknown);
+        r->out1 = NULL;
+    }
+}
+
+/* Victims, phase 3: the host waits until nothing can touch them any more
+ * (the copy stream, or only the planned victims' own copies), reads how
+ * long the copies out took, and unmaps them. */
+static void sn_victims_wait_unmap(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
+    if (r->must_wait) {
+        sn_witness_cuda("cudaStreamSynchronize");
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+    } else {
+        /* only the planned victims' own copies (or drops) */
+        for (size_t i = 0; i < p->nvictims; i++)
+            if (p->victims[i].left && p->victims[i].b->leave_ev) {
+                r->own_waits++;
+                sn_witness_cuda("cudaEventSynchronize");
+                if (SN_REAL(cudaEventSynchronize)(p->victims[i].b->leave_ev) != cudaSuccess) {
+                    sn_arena_quiet(cudaErrorUnknown);
+                    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+                    break;
                 }
+            }
+    }
+    if (r->out0) {
+        double ms = sn_elapsed_ms(r->out0, r->out1, !r->must_wait);
+        sn_lock_take(&ar->lock);
+        if (ms >= 0)
+            ar->st.stall_out_ms += ms;
+        sn_timing_put_locked(ar, r->out0);
+        sn_timing_put_locked(ar, r->out1);
+        sn_lock_give(&ar->lock);
+    }
+    for (size_t i = 0; i < p->nvictims; i++)
+        sn_backing_unmap(&p->victims[i].bk, p->victims[i].b->va, p->victims[i].bk.n);
+}
+
+/* Victims, phase 4: each is off the device now, its host copy (if any)
+ * current, what its contents became counted. */
+static void sn_victims_done_locked(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
+    for (size_t i = 0; i < p->nvictims; i++) {
+        sn_move *m = &p->victims[i];
+        sn_block *b = m->b;
+        ar->st.evictions++;
+        if (b->leaving)
+            sn_leaving_remove_locked(ar, b);
+        b->host_pending = 0;
+        if (b->is_free) {
+            ar->st.freed_drops++;
+        } else if (m->fresh) {
+            /* predicted dead: the device's newer contents are gone, and
+             * the host's older copy must never come back */
+            ar->st.predicted_drops++;
+            sn_predict_dropped(&b->pred);
+            b->host_valid = 0;
+        } else if (!m->copy && b->host_valid) {
+            ar->st.clean_drops++;
+        }
+        if (m->copy && b->host) {
+            ar->st.swap_out++;
+            ar->st.swap_out_bytes += b->size;
+            b->host_valid = 1;
+        }
+        b->dirty = 0;
+        b->resident = 0;
+        b->busy = 0;
+        b->bk.n = 0;
+        if (b->load_ev) {
+            sn_arena_event_put_locked(ar, b->load_ev);
+            b->load_ev = NULL;
         }
     }
-    for (size_t i = 0; i < p->nrelease; i++) {
-        sn_witness_cuda("cuMemRelease");
-        SN_REAL(cuMemRelease)(p->release[i]);
+    if (r->copies || p->fence)
+        ar->st.host_waits++;
+    ar->st.own_waits += r->own_waits;
+    if (p->fence)
+        ar->st.fences++;
+}
+
+/* Victims, phase 5: the handles no load takes were evicted for their
+ * bytes: released (their bytes already left the account). */
+static void sn_victims_release(const sn_moves *p)
+{
+    for (size_t i = 0; i < p->nvictims; i++) {
+        const sn_move *m = &p->victims[i];
+        for (int k = 0; k < m->bk.n; k++)
+            if (!(m->given & (1u << k))) {
+                sn_witness_cuda("cuMemRelease");
+                SN_REAL(cuMemRelease)(m->bk.pc[k].h);
+            }
     }
-    /* 2. loads: map, open, copy in */
-    int copies_in = 0, no_event = 0;
-    cudaEvent_t last = NULL;
+}
+
+/* Loads, phase 1: what no handle at hand covers is created, and each
+ * load's handles mapped. A load that cannot be backed or mapped is left
+ * without handles (r->failed). */
+static void sn_loads_map(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
     for (size_t i = 0; i < p->nloads; i++) {
         sn_move *m = &p->loads[i];
         sn_block *b = m->b;
@@ -1316,7 +1389,7 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
                 sn_debug("device %d: cuMemCreate(%llu) failed (%d); %llu bytes held", ar->dev,
                          (unsigned long long)lack, (int)crc, (unsigned long long)ar->phys_bytes);
                 sn_backing_release(&m->bk, b->va, 0);
-                failed = 1;
+                r->failed = 1;
                 continue;
             }
             sn_load_add(m, (sn_piece){h, lack}, 0);
@@ -1324,13 +1397,21 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             p->created_bytes += lack;
         }
         if (sn_backing_map(ar, b->va, &m->bk) != 0) {
-            failed = 1;
+            r->failed = 1;
             continue;
         }
     }
-    /* the copies once every load is mapped: each mapping waits for the
-     * device, copies in flight included (a VMM driver's), so a copy
-     * started between two of them would be waited for */
+}
+
+/* Loads, phase 2: the copies in, once every load is mapped: each mapping
+ * waits for the device, copies in flight included (a VMM driver's), so a
+ * copy started between two of them would be waited for. Each block gets
+ * an event of its own: other streams that use the block later wait for
+ * it, and it goes back to the pool with the block. */
+static void sn_loads_copy_in(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_moves *p = r->p;
     for (size_t i = 0; i < p->nloads; i++) {
         sn_move *m = &p->loads[i];
         sn_block *b = m->b;
@@ -1338,51 +1419,45 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
             sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
                                                     ar->copy_in_stream));
-            /* each block its own event: other streams that use the block
-             * later wait for it, and it goes back to the pool with the block */
             m->ev = sn_arena_event(ar);
             if (!m->ev || SN_REAL(cudaEventRecord)(m->ev, ar->copy_in_stream) != cudaSuccess)
-                no_event = 1;
-            last = m->ev;
-            copies_in++;
+                r->no_event = 1;
+            r->last = m->ev;
+            r->copies_in++;
         }
     }
-    /* how long the consumer's stream waits: events just before and after
-     * its wait for the copies, read later */
+}
+
+/* Without events to wait on, the host waits for the copies in instead,
+ * and nobody needs to wait later. */
+static void sn_loads_host_wait(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    sn_arena_quiet(cudaErrorUnknown);
+    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < r->p->nloads; i++) {
+        sn_arena_event_put_locked(ar, r->p->loads[i].ev);
+        r->p->loads[i].ev = NULL;
+    }
+    sn_lock_give(&ar->lock);
+}
+
+/* Loads, phase 3 for a call: its stream waits for the copies in, between
+ * two timing events (how long it waited, read later). */
+static void sn_loads_consumer_wait(sn_run *r)
+{
+    sn_arena *ar = r->ar;
+    cudaStream_t stream = (cudaStream_t)r->stream;
     cudaEvent_t in0 = NULL, in1 = NULL;
-    if (p->prefetch) {
-        /* nobody waits now: the first call that uses a block waits for its
-         * own event (sn_arena_acquire); without events the host waits */
-        if (copies_in && no_event) {
-            sn_arena_quiet(cudaErrorUnknown);
-            sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
-            sn_lock_take(&ar->lock);
-            for (size_t i = 0; i < p->nloads; i++) {
-                sn_arena_event_put_locked(ar, p->loads[i].ev);
-                p->loads[i].ev = NULL;
-            }
-            sn_lock_give(&ar->lock);
-        }
-        return failed ? -1 : 0;
-    }
-    if (copies_in && !no_event && (in0 = sn_timing_event(ar)) &&
-        SN_REAL(cudaEventRecord)(in0, (cudaStream_t)stream) != cudaSuccess) {
+    if (r->copies_in && !r->no_event && (in0 = sn_timing_event(ar)) &&
+        SN_REAL(cudaEventRecord)(in0, stream) != cudaSuccess) {
         sn_arena_quiet(cudaErrorUnknown);
         in0 = NULL;
     }
-    if (copies_in && (no_event || SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, last, 0) != cudaSuccess)) {
-        /* no event to wait on: the host waits for the copies instead, and
-         * nobody needs to wait later */
-        sn_arena_quiet(cudaErrorUnknown);
-        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
-        sn_lock_take(&ar->lock);
-        for (size_t i = 0; i < p->nloads; i++) {
-            sn_arena_event_put_locked(ar, p->loads[i].ev);
-            p->loads[i].ev = NULL;
-        }
-        sn_lock_give(&ar->lock);
-    }
-    if (in0 && (in1 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(in1, (cudaStream_t)stream) == cudaSuccess) {
+    if (r->copies_in && (r->no_event || SN_REAL(cudaStreamWaitEvent)(stream, r->last, 0) != cudaSuccess))
+        sn_loads_host_wait(r);
+    if (in0 && (in1 = sn_timing_event(ar)) && SN_REAL(cudaEventRecord)(in1, stream) == cudaSuccess) {
         sn_lock_take(&ar->lock);
         int full = ar->npending == 64;
         if (!full) {
@@ -1405,7 +1480,38 @@ static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
         sn_timing_put_locked(ar, in1);
         sn_lock_give(&ar->lock);
     }
-    return failed ? -1 : 0;
+}
+
+/* Carries out a plan with no lock held: the victims leave (fence, copies
+ * out, wait, unmap, account, release), the cache's handles chosen for
+ * their bytes are released, then the loads arrive (create, map, copy in)
+ * and the consumer's stream waits for them (a prefetch's first user waits
+ * instead, sn_arena_acquire). Returns 0, or -1 when a handle could not be
+ * created (the device itself is out of memory). */
+static int sn_moves_run(sn_arena *ar, sn_moves *p, void *stream)
+{
+    sn_run r = {.ar = ar, .p = p, .stream = stream};
+    if (p->nvictims) {
+        sn_victims_fence(&r);
+        sn_victims_copy_out(&r);
+        sn_victims_wait_unmap(&r);
+        sn_lock_take(&ar->lock);
+        sn_victims_done_locked(&r);
+        sn_lock_give(&ar->lock);
+        sn_victims_release(p);
+    }
+    sn_release_handles(p->release, p->nrelease);
+    sn_loads_map(&r);
+    sn_loads_copy_in(&r);
+    if (p->prefetch) {
+        /* nobody waits now: the first call that uses a block waits for its
+         * own event (sn_arena_acquire); without events the host waits */
+        if (r.copies_in && r.no_event)
+            sn_loads_host_wait(&r);
+    } else {
+        sn_loads_consumer_wait(&r);
+    }
+    return r.failed ? -1 : 0;
 }
 
 static inline int sn_whole_overwrite(const sn_block *b)
@@ -1439,18 +1545,35 @@ static int sn_predicted_dead_locked(const sn_block *b)
 }
 
 /* Files a backing's pieces (but those in skip) in the cache; one that
- * cannot be filed is released (its bytes leave the account). */
-static void sn_pieces_to_cache_locked(sn_arena *ar, sn_backing *bk, unsigned skip)
+ * cannot be filed goes to spill, for the caller to release with
+ * sn_spill_release once it has given the lock back. */
+static void sn_pieces_to_cache_locked(sn_arena *ar, sn_backing *bk, unsigned skip, sn_spill *spill)
 {
     for (int k = 0; k < bk->n; k++) {
         if (skip & (1u << k))
             continue;
-        if (sn_hcache_put_locked(ar, bk->pc[k].size, bk->pc[k].h) != 0) {
-            ar->phys_bytes -= bk->pc[k].size;
-            SN_REAL(cuMemRelease)(bk->pc[k].h);
-        }
+        if (sn_hcache_put_locked(ar, bk->pc[k].size, bk->pc[k].h) == 0)
+            continue;
+        if (sn_push(&spill->h, &spill->n, &spill->cap, sizeof *spill->h) != 0)
+            continue;  /* out of memory twice: the handle is lost, its bytes stay counted (safe) */
+        spill->h[spill->n - 1] = bk->pc[k].h;
+        spill->bytes += bk->pc[k].size;
     }
     bk->n = 0;
+}
+
+/* Releases what sn_pieces_to_cache_locked spilled (no lock held), then
+ * takes the bytes out of the account. */
+static void sn_spill_release(sn_arena *ar, sn_spill *spill)
+{
+    if (!spill->n)
+        return;
+    sn_release_handles(spill->h, spill->n);
+    sn_lock_take(&ar->lock);
+    ar->phys_bytes -= spill->bytes;
+    sn_lock_give(&ar->lock);
+    spill->n = 0;
+    spill->bytes = 0;
 }
 
 /* sn_make_room_locked found too little: gives back what it took (released
@@ -1459,7 +1582,7 @@ static void sn_moves_undo_locked(sn_arena *ar, sn_moves *p)
 {
     /* the cache's handles go back to it; a victim's never left the victim */
     for (size_t i = 0; i < p->nloads; i++)
-        sn_pieces_to_cache_locked(ar, &p->loads[i].bk, p->loads[i].from_victim);
+        sn_pieces_to_cache_locked(ar, &p->loads[i].bk, p->loads[i].from_victim, &p->spill);
     for (size_t i = 0; i < p->nvictims; i++) {
         sn_block *b = p->victims[i].b;
         b->busy = 0;
@@ -1510,7 +1633,7 @@ static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
         b->busy = 0;
         if (m->fresh == 2) {
             /* the test switch's block: claimed resident, never mapped */
-            sn_pieces_to_cache_locked(ar, &m->bk, 0);
+            sn_pieces_to_cache_locked(ar, &m->bk, 0, &p->spill);
             b->resident = 1;
             continue;
         }
@@ -1550,13 +1673,16 @@ static __attribute__((noinline)) int sn_ticket_grow(sn_arena_ticket *t, size_t *
     return 0;
 }
 
-/* Adds b, used with mode, to the blocks of the call being collected (the
- * arena's clock marks them); a block met again only adds its mode.
- * Returns 1 when b is being moved by another thread, -1 out of memory. */
-static inline __attribute__((always_inline)) int sn_collect_locked(sn_arena *ar, sn_block *b, unsigned mode,
-                                                                   uint64_t off, uint64_t len, sn_arena_ticket *t,
-                                                                   size_t *cap)
+/* Adds u's block, used with u's mode over u's range, to the blocks of the
+ * call being collected (the arena's clock marks them); a block met again
+ * only adds its mode. Returns 1 when the block is being moved by another
+ * thread, -1 out of memory. */
+static inline __attribute__((always_inline)) int sn_collect_locked(sn_arena *ar, const sn_arena_use *u,
+                                                                   sn_arena_ticket *t, size_t *cap)
 {
+    sn_block *b = u->block;
+    unsigned mode = u->mode;
+    uint64_t off = u->off, len = u->len;
     int busy = 0;
     if (b->mark != ar->clock) {
         if (__builtin_expect(t->nblocks == *cap, 0) && sn_ticket_grow(t, cap) != 0)
@@ -1589,8 +1715,246 @@ static void sn_ticket_free(sn_arena_ticket *t)
 
 static sn_block *sn_scratch_ready_locked(sn_arena *ar, void *stream, uint64_t bytes);
 
-int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     uint64_t scratch, void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need)
+/* Blocks of a call that were resident already but may still be arriving
+ * on the copy-in stream for another stream's call: the call's stream
+ * waits for their events, or, past SN_ARRIVALS of them, the host waits
+ * for the copy-in stream, which covers every load. */
+enum { SN_ARRIVALS = 8 };
+typedef struct sn_arrivals {
+    cudaEvent_t ev[SN_ARRIVALS];
+    int n;
+    int sync;       /* the host waits for the copy-in stream too */
+} sn_arrivals;
+
+/* Collects the arrivals among t's blocks and marks the stream as waiting
+ * for them. full_syncs: a full list makes the host wait as well (after a
+ * move; the fast path waits only when one more was left out). */
+static void sn_arrivals_locked(sn_arena *ar, const sn_arena_ticket *t, void *stream, int full_syncs,
+                               sn_arrivals *a)
+{
+    a->n = 0;
+    a->sync = 0;
+    for (size_t i = 0; i < t->nblocks; i++) {
+        sn_block *b = t->blocks[i];
+        if (!b->load_ev || b->load_waited == stream || b->load_stamp <= ar->synced_stamp)
+            continue;
+        if (a->n == SN_ARRIVALS) {
+            a->sync = 1;
+            break;
+        }
+        a->ev[a->n++] = b->load_ev;
+        b->load_waited = stream;
+    }
+    if (full_syncs && a->n == SN_ARRIVALS)
+        a->sync = 1;
+}
+
+/* The waits sn_arrivals_locked collected, with no lock held. */
+static void sn_arrivals_wait(sn_arena *ar, void *stream, const sn_arrivals *a)
+{
+    for (int i = 0; i < a->n; i++) {
+        sn_witness_cuda("cudaStreamWaitEvent");
+        sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, a->ev[i], 0));
+    }
+    if (a->sync) {
+        sn_witness_cuda("cudaStreamSynchronize");
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
+    }
+}
+
+/* What the collecting phase found (sn_acquire_collect_locked). */
+enum { SN_COLLECT_OK = 0, SN_COLLECT_BUSY = 1, SN_COLLECT_NOMEM = -1, SN_COLLECT_NO_SCRATCH = -2 };
+
+/* Phase 1 of a call's residency: its blocks, in t (the arena's clock
+ * marks them): the stream's scratch, everything (all), what the call
+ * touches, and the handle's own memory (every call on it may read and
+ * write it). Stops at the first block another thread is moving. */
+static int sn_acquire_collect_locked(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, size_t *cap)
+{
+    int got = 0;  /* 1: one is busy, -1: out of memory */
+    t->nblocks = 0;
+    if (rq->scratch) {
+        sn_block *b = sn_scratch_ready_locked(ar, rq->stream, rq->scratch);
+        if (!b)
+            return SN_COLLECT_NO_SCRATCH;
+        t->scratch_va = b->va;
+        got = sn_collect_locked(ar, &(sn_arena_use){b, SN_OVERWRITE, 0, UINT64_MAX}, t, cap);
+    }
+    if (rq->all) {
+        /* libsn's scratch is no framework call's to touch */
+        for (size_t i = 0; i < ar->nblocks && !got; i++)
+            if (!ar->blocks[i]->is_free && !ar->blocks[i]->scratch)
+                got = sn_collect_locked(ar, &(sn_arena_use){ar->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX}, t, cap);
+    }
+    for (size_t i = 0; i < rq->nuses && !got; i++) {
+        sn_arena_use u = rq->uses[i];
+        const sn_block *b = u.block;
+        /* overwriting one allocation of a shared block leaves the others' contents */
+        if (b->shared && b->nlive > 1)
+            u.mode &= ~(unsigned)(SN_OVERWRITE | SN_ARENA_DEFINES);
+        got = sn_collect_locked(ar, &u, t, cap);
+    }
+    if (rq->lib_key && !got) {
+        sn_keyed *k = sn_keyed_of_locked(ar, rq->lib_key, 0);
+        for (size_t i = 0; k && i < k->n && !got; i++)
+            got = sn_collect_locked(ar, &(sn_arena_use){k->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX}, t, cap);
+    }
+    return got < 0 ? SN_COLLECT_NOMEM : got ? SN_COLLECT_BUSY : SN_COLLECT_OK;
+}
+
+/* Phase 2: one pass over the call's blocks: pinned, marked used and
+ * written, one more observation for the prediction. Returns the call's
+ * working set in bytes (library memory counted whole), *missing the bytes
+ * of its blocks not resident. The call is in progress from here: a device
+ * synchronisation starting now does not cover it (it is forwarded later). */
+static uint64_t sn_acquire_pin_locked(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t now,
+                                      uint64_t *missing)
+{
+    sn_note_stream_locked(ar, rq->stream);
+    uint64_t ws = ar->library_bytes;
+    *missing = 0;
+    sn_ticket_link_locked(ar, t);
+    for (size_t i = 0; i < t->nblocks; i++) {
+        sn_block *b = t->blocks[i];
+        sn_pin(b);
+        b->last_use = now;
+        /* marked now, while this call's mode is the block's: another
+         * thread's call may collect the block (and overwrite call_mode)
+         * while this one is moving memory with the lock released; a
+         * pinned block cannot leave, so dirty before the write is safe */
+        if (b->leaving)
+            sn_cancel_leave_locked(ar, b);
+        if ((b->call_mode & SN_WRITE) && !b->scratch)
+            b->dirty = 1;
+        /* (library memory is read and written by every call, libsn's
+         * scratch never written back: neither is ever predicted dead) */
+        if (!b->library && !b->scratch)
+            sn_learn_locked(ar, b, rq->pos);
+        if (!b->library)
+            ws += b->size;
+        if (!b->resident)
+            *missing += b->size;
+    }
+    /* an algorithm search's scratch is no call's working set */
+    int search = rq->nuses == 1 && !rq->all && !rq->lib_key && ((sn_block *)rq->uses[0].block)->search;
+    if (ws > ar->st.largest_need && !search)
+        ar->st.largest_need = ws;
+    return ws;
+}
+
+/* Phase 3: the loads of the call's missing blocks, each given what the
+ * cache of free handles has for it. Returns the bytes still lacking. */
+static uint64_t sn_acquire_plan_loads_locked(sn_arena *ar, const sn_arena_ticket *t, sn_moves *p)
+{
+    uint64_t want = 0;
+    for (size_t i = 0; i < t->nblocks; i++) {
+        sn_block *b = t->blocks[i];
+        if (b->resident)
+            continue;
+        if (sn_push(&p->loads, &p->nloads, &p->cap_loads, sizeof *p->loads) != 0)
+            break;
+        sn_move *m = &p->loads[p->nloads - 1];
+        int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
+        *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead};
+        if (dead && b->host_valid)
+            ar->st.dead_loads++;
+        want += sn_load_from_cache_locked(ar, m);
+    }
+    return want;
+}
+
+/* How a residency attempt that moved memory ended. */
+enum { SN_ACQ_DONE, SN_ACQ_AGAIN, SN_ACQ_FAILED };
+
+/* Gives up a call's attempt: out of the in-progress slots, unpinned. */
+static void sn_acquire_abandon_locked(sn_arena *ar, sn_arena_ticket *t)
+{
+    sn_ticket_unlink_locked(ar, t);
+    sn_unpin_all(t->blocks, t->nblocks);
+}
+
+/* Not enough can leave now: p is undone, and the call tries again when
+ * other threads' calls hold what could leave (they will finish), else it
+ * fails. Called with the lock, returns SN_ACQ_AGAIN holding it again or
+ * SN_ACQ_FAILED without it. */
+static int sn_acquire_no_room_locked(sn_arena *ar, sn_arena_ticket *t, sn_moves *p, uint64_t want, int *tries)
+{
+    sn_moves_undo_locked(ar, p);
+    sn_acquire_abandon_locked(ar, t);
+    int others = 0;
+    for (size_t i = 0; i < ar->nblocks && !others; i++)
+        others = sn_pins(ar->blocks[i]) > 0 && !ar->blocks[i]->library;
+    sn_lock_give(&ar->lock);
+    sn_release_handles(p->release, p->nrelease);
+    sn_spill_release(ar, &p->spill);
+    sn_moves_free(p);
+    sn_debug("device %d: %llu bytes wanted, not enough can leave (others pinned: %d)", ar->dev,
+             (unsigned long long)want, others);
+    if (others && ++*tries < 2000) {
+        usleep(500);
+        sn_lock_take(&ar->lock);
+        return SN_ACQ_AGAIN;
+    }
+    sn_lock_take(&ar->lock);
+    ar->st.oom_calls++;
+    sn_lock_give(&ar->lock);
+    return SN_ACQ_FAILED;
+}
+
+/* Phases 3-5 for a call whose blocks are not all resident: plan the loads
+ * and what leaves for them, carry it out with no lock held, then account
+ * for it and wait for what is still arriving. Called with the lock;
+ * returns SN_ACQ_DONE without it (the call may go), SN_ACQ_AGAIN with it
+ * (collect afresh) or SN_ACQ_FAILED without it. */
+static int sn_acquire_move_locked(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t ws,
+                                  int *tries)
+{
+    sn_moves p;
+    memset(&p, 0, sizeof p);
+    uint64_t want = sn_acquire_plan_loads_locked(ar, t, &p);
+    if (sn_make_room_locked(ar, &p, &want) != 0)
+        return sn_acquire_no_room_locked(ar, t, &p, want, tries);
+    sn_moves_reserve_locked(ar, &p, want);
+    sn_lock_give(&ar->lock);
+
+    int rc = sn_moves_run(ar, &p, rq->stream);
+
+    sn_lock_take(&ar->lock);
+    int lost = sn_loads_done_locked(ar, &p, rq->stream);
+    sn_cond_broadcast(&ar->cond);
+    if (p.spill.n) {
+        sn_lock_give(&ar->lock);
+        sn_spill_release(ar, &p.spill);
+        sn_lock_take(&ar->lock);
+    }
+    sn_moves_free(&p);
+    if (rc == 0 && !lost) {
+        sn_arrivals a;
+        sn_arrivals_locked(ar, t, rq->stream, 1, &a);
+        sn_lock_give(&ar->lock);
+        sn_arrivals_wait(ar, rq->stream, &a);
+        return SN_ACQ_DONE;
+    }
+    sn_acquire_abandon_locked(ar, t);
+    /* The device had less free memory than the budget says (memory
+     * libsn does not own: another process, or allocations made while
+     * libsn was starting): the budget shrinks to what could be had,
+     * and the call tries again within it. */
+    if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++*tries < 64) {
+        uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
+        sn_info("device %d: the device has less free memory than the budget; budget lowered "
+                "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget, (unsigned long long)nb);
+        ar->budget = nb;
+        ar->st.budget = nb;
+        if (ws <= nb)
+            return SN_ACQ_AGAIN;
+    }
+    ar->st.oom_calls++;
+    sn_lock_give(&ar->lock);
+    return SN_ACQ_FAILED;
+}
+
+int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t *need)
 {
     t->ar = ar;
     t->scratch_va = 0;
@@ -1609,220 +1973,45 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int a
     sn_lock_take(&ar->lock);
     for (;;) {
         uint64_t now = ++ar->clock;
-        t->nblocks = 0;
-        /* 1. the blocks: what the call touches, the handle's own memory
-         * (every call on it may read and write it), or everything */
-        int got = 0;  /* 1: one is busy, -1: out of memory */
-        if (scratch) {
-            sn_block *b = sn_scratch_ready_locked(ar, stream, scratch);
-            if (!b) {
-                sn_lock_give(&ar->lock);
-                sn_ticket_free(t);
-                return SN_ARENA_NO_SCRATCH;
-            }
-            t->scratch_va = b->va;
-            got = sn_collect_locked(ar, b, SN_OVERWRITE, 0, UINT64_MAX, t, &cap);
-        }
-        if (all) {
-            /* libsn's scratch is no framework call's to touch */
-            for (size_t i = 0; i < ar->nblocks && !got; i++)
-                if (!ar->blocks[i]->is_free && !ar->blocks[i]->scratch)
-                    got = sn_collect_locked(ar, ar->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, t, &cap);
-        }
-        for (size_t i = 0; i < nuses && !got; i++) {
-            sn_block *b = uses[i].block;
-            unsigned mode = uses[i].mode;
-            /* overwriting one allocation of a shared block leaves the others' contents */
-            if (b->shared && b->nlive > 1)
-                mode &= ~(unsigned)(SN_OVERWRITE | SN_ARENA_DEFINES);
-            got = sn_collect_locked(ar, b, mode, uses[i].off, uses[i].len, t, &cap);
-        }
-        if (lib_key && !got) {
-            sn_keyed *k = sn_keyed_of_locked(ar, lib_key, 0);
-            for (size_t i = 0; k && i < k->n && !got; i++)
-                got = sn_collect_locked(ar, k->blocks[i], SN_READ | SN_WRITE, 0, UINT64_MAX, t, &cap);
-        }
-        if (got < 0) {
+        int got = sn_acquire_collect_locked(ar, rq, t, &cap);
+        if (got == SN_COLLECT_NO_SCRATCH || got == SN_COLLECT_NOMEM) {
             sn_lock_give(&ar->lock);
             sn_ticket_free(t);
-            return SN_ARENA_NOMEM;
+            return got == SN_COLLECT_NO_SCRATCH ? SN_ARENA_NO_SCRATCH : SN_ARENA_NOMEM;
         }
-        if (got) {
+        if (got == SN_COLLECT_BUSY) {
             /* another thread is moving one: wait, then collect afresh */
             ar->waiters++;
             sn_cond_wait(&ar->cond, &ar->lock, NULL);
             ar->waiters--;
             continue;
         }
-        /* 2. one pass over them: pinned, marked used and written, one more
-         * observation for the prediction, and what is missing or still
-         * arriving on the copy stream for another stream's call */
-        sn_note_stream_locked(ar, stream);
-        uint64_t ws = ar->library_bytes, missing = 0;
-        /* from here the call is in progress: a device synchronisation
-         * starting now does not cover it (it is forwarded later) */
-        sn_ticket_link_locked(ar, t);
-        sn_block *arriving[8];
-        int narriving = 0, overflow = 0;
-        void *const *blocks = t->blocks;
-        const size_t nblocks = t->nblocks;
-        for (size_t i = 0; i < nblocks; i++) {
-            sn_block *b = blocks[i];
-            sn_pin(b);
-            b->last_use = now;
-            /* marked now, while this call's mode is the block's: another
-             * thread's call may collect the block (and overwrite call_mode)
-             * while this one is moving memory with the lock released; a
-             * pinned block cannot leave, so dirty before the write is safe */
-            if (b->leaving)
-                sn_cancel_leave_locked(ar, b);
-            if ((b->call_mode & SN_WRITE) && !b->scratch)
-                b->dirty = 1;
-            /* (library memory is read and written by every call, libsn's
-             * scratch never written back: neither is ever predicted dead) */
-            if (!b->library && !b->scratch)
-                sn_learn_locked(ar, b, pos);
-            if (!b->library)
-                ws += b->size;
-            if (!b->resident) {
-                missing += b->size;
-            } else if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
-                if (narriving < 8)
-                    arriving[narriving++] = b;
-                else
-                    overflow = 1;
-            }
-        }
-        /* an algorithm search's scratch is no call's working set */
-        int search = nuses == 1 && !all && !lib_key && ((sn_block *)uses[0].block)->search;
-        if (ws > ar->st.largest_need && !search)
-            ar->st.largest_need = ws;
+        uint64_t missing;
+        uint64_t ws = sn_acquire_pin_locked(ar, rq, t, now, &missing);
         *need = ws;
         if (!missing) {
-            /* the fast path: everything is there; a block another stream
-             * loaded may still be arriving: the call's stream waits for
-             * it, or for too many the host waits for the copy stream,
-             * which covers every load */
-            cudaEvent_t wait[8];
-            for (int i = 0; i < narriving; i++) {
-                wait[i] = arriving[i]->load_ev;
-                arriving[i]->load_waited = stream;
-            }
+            /* the fast path: everything is there, some perhaps still
+             * arriving for another stream's call */
+            sn_arrivals a;
+            sn_arrivals_locked(ar, t, rq->stream, 0, &a);
             sn_lock_give(&ar->lock);
-            for (int i = 0; i < narriving; i++) {
-                sn_witness_cuda("cudaStreamWaitEvent");
-                sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
-            }
-            if (overflow) {
-                sn_witness_cuda("cudaStreamSynchronize");
-                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
-            }
+            sn_arrivals_wait(ar, rq->stream, &a);
             return SN_ARENA_OK;
         }
         if (ws > ar->budget) {
-            sn_ticket_unlink_locked(ar, t);
-            sn_unpin_all(t->blocks, t->nblocks);
+            sn_acquire_abandon_locked(ar, t);
             ar->st.oom_calls++;
             sn_lock_give(&ar->lock);
             sn_ticket_free(t);
             return SN_ARENA_NOMEM;
         }
-        sn_moves p;
-        memset(&p, 0, sizeof p);
-        uint64_t want = 0;
-        for (size_t i = 0; i < t->nblocks; i++) {
-            sn_block *b = t->blocks[i];
-            if (b->resident)
-                continue;
-            if (sn_push(&p.loads, &p.nloads, &p.cap_loads, sizeof *p.loads) != 0)
-                break;
-            sn_move *m = &p.loads[p.nloads - 1];
-            int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
-            *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead};
-            if (dead && b->host_valid)
-                ar->st.dead_loads++;
-            want += sn_load_from_cache_locked(ar, m);
-        }
-        if (sn_make_room_locked(ar, &p, &want) != 0) {
-            /* not enough can leave now: undo, and wait for other threads'
-             * calls to finish when they hold what could leave */
-            sn_moves_undo_locked(ar, &p);
-            sn_ticket_unlink_locked(ar, t);
-            sn_unpin_all(t->blocks, t->nblocks);
-            int others = 0;
-            for (size_t i = 0; i < ar->nblocks && !others; i++)
-                others = sn_pins(ar->blocks[i]) > 0 && !ar->blocks[i]->library;
-            sn_lock_give(&ar->lock);
-            for (size_t i = 0; i < p.nrelease; i++)
-                SN_REAL(cuMemRelease)(p.release[i]);
-            sn_moves_free(&p);
-            sn_debug("device %d: %llu bytes wanted, not enough can leave (others pinned: %d)", ar->dev,
-                     (unsigned long long)want, others);
-            if (others && ++tries < 2000) {
-                usleep(500);
-                sn_lock_take(&ar->lock);
-                continue;
-            }
-            sn_lock_take(&ar->lock);
-            ar->st.oom_calls++;
-            sn_lock_give(&ar->lock);
-            sn_ticket_free(t);
-            return SN_ARENA_NOMEM;
-        }
-        sn_moves_reserve_locked(ar, &p, want);
-        sn_lock_give(&ar->lock);
-
-        int rc = sn_moves_run(ar, &p, stream);
-
-        sn_lock_take(&ar->lock);
-        int lost = sn_loads_done_locked(ar, &p, stream);
-        sn_cond_broadcast(&ar->cond);
-        sn_moves_free(&p);
-        if (rc == 0 && !lost) {
-            /* blocks that were already resident may still be arriving on
-             * the copy stream for another stream's call */
-            cudaEvent_t wait[8];
-            int nwait = 0;
-            for (size_t i = 0; i < t->nblocks; i++) {
-                sn_block *b = t->blocks[i];
-                if (b->load_ev && b->load_waited != stream && b->load_stamp > ar->synced_stamp) {
-                    if (nwait == 8)
-                        break;
-                    wait[nwait++] = b->load_ev;
-                    b->load_waited = stream;
-                }
-            }
-            int many = nwait == 8;
-            sn_lock_give(&ar->lock);
-            for (int i = 0; i < nwait; i++) {
-                sn_witness_cuda("cudaStreamWaitEvent");
-                sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, wait[i], 0));
-            }
-            if (many) {
-                sn_witness_cuda("cudaStreamSynchronize");
-                sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
-            }
+        int rc = sn_acquire_move_locked(ar, rq, t, ws, &tries);
+        if (rc == SN_ACQ_DONE)
             return SN_ARENA_OK;
+        if (rc == SN_ACQ_FAILED) {
+            sn_ticket_free(t);
+            return SN_ARENA_NOMEM;
         }
-        sn_ticket_unlink_locked(ar, t);
-        sn_unpin_all(t->blocks, t->nblocks);
-        /* The device had less free memory than the budget says (memory
-         * libsn does not own: another process, or allocations made while
-         * libsn was starting): the budget shrinks to what could be had,
-         * and the call tries again within it. */
-        if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++tries < 64) {
-            uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
-            sn_info("device %d: the device has less free memory than the budget; budget lowered "
-                    "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget, (unsigned long long)nb);
-            ar->budget = nb;
-            ar->st.budget = nb;
-            if (ws <= nb)
-                continue;
-        }
-        ar->st.oom_calls++;
-        sn_lock_give(&ar->lock);
-        sn_ticket_free(t);
-        return SN_ARENA_NOMEM;
     }
 }
 
@@ -1891,16 +2080,18 @@ static int sn_is_library(int owner)
     return owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS;
 }
 
-int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int scoped, void *key,
-                         uintptr_t *addr, sn_arena_alloc **rec)
+int sn_arena_alloc_bytes(sn_arena *ar, const sn_arena_alloc_request *rq, uintptr_t *addr, sn_arena_alloc **rec)
 {
+    uint64_t size = rq->size;
+    int early = rq->early, scoped = rq->scoped;
+    void *key = rq->key;
     /* nothing, or more than the whole device: the real allocator answers
      * exactly as it would without libsn */
     if (!size || size > ar->total)
         return SN_ARENA_PASS;
     if (ar->pool)
         return sn_pool_alloc(ar, size, early, addr, rec);
-    int library = sn_is_library(owner);
+    int library = sn_is_library(rq->owner);
     uint64_t asked = sn_round_up(size, SN_ALIGN);
     int shared = !library && asked < ar->gran;
     uint64_t bsize = shared ? ar->gran : sn_round_up(size, ar->gran);
@@ -1968,7 +2159,7 @@ int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int 
     sn_arena_use u = {b, SN_WRITE | SN_OVERWRITE, 0, UINT64_MAX};
     sn_arena_ticket t;
     uint64_t need;
-    int rc = sn_arena_acquire(ar, &u, 1, 0, NULL, 0, NULL, -1, &t, &need);
+    int rc = sn_arena_acquire(ar, &(sn_arena_request){.uses = &u, .nuses = 1, .pos = -1}, &t, &need);
     if (rc != SN_ARENA_OK) {
         sn_arena_free(a);
         return SN_ARENA_NOMEM;
@@ -2207,6 +2398,7 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
     if (!ar || ar->pool)
         return;
     uint64_t bsize = bytes ? sn_round_up(bytes, ar->gran) : 0;
+    sn_spill spill = {0};
     sn_lock_take(&ar->lock);
     int slot = sn_scratch_slot_locked(ar, stream, 0);
     if (slot >= 0 && ar->scratch[slot].search) {
@@ -2235,7 +2427,7 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
             have->busy = 0;
             have->resident = 0;
             ar->resident_bytes -= have->size;
-            sn_pieces_to_cache_locked(ar, &have->bk, 0);
+            sn_pieces_to_cache_locked(ar, &have->bk, 0, &spill);
         }
         have->scratch = 0;
         have->search = 0;
@@ -2243,6 +2435,8 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
         sn_cond_broadcast(&ar->cond);
     }
     sn_lock_give(&ar->lock);
+    sn_spill_release(ar, &spill);
+    free(spill.h);
     if (!bytes)
         return;
     /* mapped now (made first if the stream has none of this size), while
@@ -2255,7 +2449,8 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
     sn_arena_use use = {b, SN_OVERWRITE, 0, UINT64_MAX};
     sn_arena_ticket t;
     uint64_t need = 0;
-    if (sn_arena_acquire(ar, &use, 1, 0, NULL, 0, stream, -1, &t, &need) == SN_ARENA_OK)
+    sn_arena_request rq = {.uses = &use, .nuses = 1, .stream = stream, .pos = -1};
+    if (sn_arena_acquire(ar, &rq, &t, &need) == SN_ARENA_OK)
         sn_arena_release(&t);
 }
 
@@ -2456,6 +2651,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
     if (!n)
         return;
     int done[MAX];
+    sn_spill spill = {0};
     for (size_t i = 0; i < n; i++) {
         cudaError_t rc = cudaSuccess;
         if (ev[i]) {
@@ -2494,7 +2690,7 @@ void sn_arena_reap(sn_arena *ar, int wait)
         b->resident = 0;
         ar->resident_bytes -= b->size;
         ar->st.evictions++;
-        sn_pieces_to_cache_locked(ar, &b->bk, 0);
+        sn_pieces_to_cache_locked(ar, &b->bk, 0, &spill);
         if (b->load_ev) {
             sn_arena_event_put_locked(ar, b->load_ev);
             b->load_ev = NULL;
@@ -2502,6 +2698,8 @@ void sn_arena_reap(sn_arena *ar, int wait)
     }
     sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
+    sn_spill_release(ar, &spill);
+    free(spill.h);
 }
 
 void sn_arena_reap_all(sn_arena *ar)
@@ -2562,8 +2760,8 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
             sn_moves_undo_locked(ar, &p);
         }
         sn_lock_give(&ar->lock);
-        for (size_t i = 0; i < p.nrelease; i++)
-            SN_REAL(cuMemRelease)(p.release[i]);
+        sn_release_handles(p.release, p.nrelease);
+        sn_spill_release(ar, &p.spill);
         sn_moves_free(&p);
         return 0;
     }
@@ -2582,6 +2780,7 @@ size_t sn_arena_prefetch(sn_arena *ar, void *const *blocks, size_t n)
         }
     sn_cond_broadcast(&ar->cond);
     sn_lock_give(&ar->lock);
+    sn_spill_release(ar, &p.spill);
     sn_moves_free(&p);
     return started;
 }

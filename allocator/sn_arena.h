@@ -78,17 +78,25 @@ static inline sn_arena *sn_arena_peek(int dev)
     return (unsigned)dev < SN_ARENA_DEVICES ? __atomic_load_n(&sn_arena_ready[dev], __ATOMIC_ACQUIRE) : NULL;
 }
 
-/* Serves an allocation of size bytes (owner: enum sn_owner; early: no
- * iteration has been seen yet). On SN_ARENA_OK *addr is its address and
- * *rec the arena's record (kept in the registry).
- *
- * cuDNN's and cuBLAS's own allocations are mapped at once. Made outside
- * any call on a handle, they stay resident for good. Made inside one
- * (scoped), they stay pinned until sn_arena_scoped_end: filed under key,
- * the handle (NULL: not known yet, as inside cudnnCreate; given at the
- * end), they are then resident exactly during the calls on that handle. */
-int sn_arena_alloc_bytes(sn_arena *ar, uint64_t size, int owner, int early, int scoped, void *key,
-                         uintptr_t *addr, sn_arena_alloc **rec);
+/* An allocation the arena is asked to serve:
+ *   size: bytes; owner: enum sn_owner; early: no iteration has been seen yet.
+ *   scoped, key: cuDNN's and cuBLAS's own allocations are mapped at once.
+ *        Made outside any call on a handle (scoped 0), they stay resident
+ *        for good. Made inside one (scoped), they stay pinned until
+ *        sn_arena_scoped_end: filed under key, the handle (NULL: not known
+ *        yet, as inside cudnnCreate; given at the end), they are then
+ *        resident exactly during the calls on that handle. */
+typedef struct sn_arena_alloc_request {
+    uint64_t size;
+    int owner;
+    int early;
+    int scoped;
+    void *key;
+} sn_arena_alloc_request;
+
+/* Serves rq. On SN_ARENA_OK *addr is its address and *rec the arena's
+ * record (kept in the registry). */
+int sn_arena_alloc_bytes(sn_arena *ar, const sn_arena_alloc_request *rq, uintptr_t *addr, sn_arena_alloc **rec);
 /* The call that made a scoped library allocation (its block) is over;
  * key: the handle it belongs to (NULL: none, so resident for good). */
 void sn_arena_scoped_end(sn_arena *ar, void *block, void *key);
@@ -133,23 +141,39 @@ typedef struct sn_arena_ticket {
     uintptr_t scratch_va;   /* the stream's scratch block, when the call was granted one */
 } sn_arena_ticket;
 
-/* Makes every allocation in uses resident and current before a call on
- * stream (all: every allocation of the arena, for a call libsn cannot see
- * through; lib_key: the cuDNN or cuBLAS handle the call is on, whose own
- * memory it may touch, or NULL). Returns SN_ARENA_OK
+/* What a call asks sn_arena_acquire to make resident, before it runs on
+ * stream (NULL: the legacy default stream).
+ *   uses, nuses: the allocations it touches, and how.
+ *   all: every allocation of the arena, for a call libsn cannot see
+ *        through (uses are then not needed).
+ *   lib_key: the cuDNN or cuBLAS handle the call is on, whose own memory
+ *        it may touch, or NULL.
+ *   scratch: 0, or the bytes of the stream's scratch block
+ *        (sn_arena_scratch) the call needs: the block joins the call's
+ *        blocks to be overwritten (t->scratch_va its address), looked up
+ *        in the same hold of the lock.
+ *   pos: where the call stands in the learned iteration (the tracer's
+ *        position; -1 off the sequence or while profiling): what follows
+ *        each block's use at a position is learned, and contents always
+ *        overwritten whole before they are read again may be dropped
+ *        rather than written back (SN_PREDICTED_DEAD). 0 is a position:
+ *        a request off the sequence says -1. */
+typedef struct sn_arena_request {
+    const sn_arena_use *uses;
+    size_t nuses;
+    int all;
+    void *lib_key;
+    uint64_t scratch;
+    void *stream;
+    int64_t pos;
+} sn_arena_request;
+
+/* Makes everything rq names resident and current. Returns SN_ARENA_OK
  * with the blocks pinned until sn_arena_release, or SN_ARENA_NOMEM when
  * the call's working set cannot fit the budget (*need: the bytes it needs
- * resident at once). pos: where the call stands in the learned iteration
- * (the tracer's position; -1 off the sequence or while profiling): what
- * follows each block's use at a position is learned, and contents always
- * overwritten whole before they are read again may be dropped rather than
- * written back (SN_PREDICTED_DEAD). scratch: the stream's scratch block
- * (sn_arena_scratch), of at least that many bytes, joins the call's blocks
- * to be overwritten (t->scratch_va its address), looked up in the same
- * hold of the lock; SN_ARENA_NO_SCRATCH, with nothing done, when the
- * stream has none that large yet. 0: none. */
-int sn_arena_acquire(sn_arena *ar, const sn_arena_use *uses, size_t nuses, int all, void *lib_key,
-                     uint64_t scratch, void *stream, int64_t pos, sn_arena_ticket *t, uint64_t *need);
+ * resident at once), or SN_ARENA_NO_SCRATCH, with nothing done, when the
+ * stream has no scratch block of rq->scratch bytes yet. */
+int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t *need);
 /* The call has returned: its blocks are unpinned and it leaves the slots,
  * without the arena's lock (pins are atomic; whoever decides on a block
  * under the lock reads them). */

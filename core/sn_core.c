@@ -523,7 +523,8 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
     int scoped = (owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sc->active && sc->ar == ar &&
                  sc->n < (int)(sizeof sc->blocks / sizeof sc->blocks[0]);
     int lib = sn_own_work_begin();
-    int rc = sn_arena_alloc_bytes(ar, size, owner, early, scoped, scoped ? sc->handle : NULL, addr, &rec);
+    sn_arena_alloc_request rq = {size, owner, early, scoped, scoped ? sc->handle : NULL};
+    int rc = sn_arena_alloc_bytes(ar, &rq, addr, &rec);
     sn_own_work_end(lib);
     if (rc == SN_ARENA_OK) {
         if (scoped)
@@ -964,8 +965,8 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
     int cur = sn_current_device();
     sn_witness_cuda("cudaSetDevice");
     int switched = cur != u->peer_dev && SN_REAL(cudaSetDevice)(u->peer_dev) == cudaSuccess;
-    int rc = sn_arena_acquire(par, u->peer, u->peer_all ? 0 : u->npeer, u->peer_all, NULL, 0, NULL, -1,
-                              &t->peer_held, &t->peer_need);
+    sn_arena_request rq = {.uses = u->peer, .nuses = u->peer_all ? 0 : u->npeer, .all = u->peer_all, .pos = -1};
+    int rc = sn_arena_acquire(par, &rq, &t->peer_held, &t->peer_need);
     if (rc == SN_ARENA_OK)
         sn_arena_wait_copies(par);
     else
@@ -995,7 +996,8 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     int rc = SN_ARENA_OK;
     if (n || all || c->lib_handle || scratch) {
         int lib = sn_own_work_begin();
-        rc = sn_arena_acquire(ar, uses, n, all, c->lib_handle, scratch, c->stream, pos, &t->held, &need);
+        sn_arena_request rq = {uses, n, all, c->lib_handle, scratch, c->stream, pos};
+        rc = sn_arena_acquire(ar, &rq, &t->held, &need);
         sn_own_work_end(lib);
         if (rc != SN_ARENA_OK)
             t->held.ar = NULL;
@@ -1163,7 +1165,8 @@ int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr,
     void *blk = sn_arena_scratch(ar, stream, bytes, 1, addr);
     uint64_t need = 0;
     sn_arena_use use = {blk, SN_OVERWRITE, 0, UINT64_MAX};
-    int rc = blk ? sn_arena_acquire(ar, &use, 1, 0, NULL, 0, stream, -1, t, &need) : SN_ARENA_NOMEM;
+    sn_arena_request rq = {.uses = &use, .nuses = 1, .stream = stream, .pos = -1};
+    int rc = blk ? sn_arena_acquire(ar, &rq, t, &need) : SN_ARENA_NOMEM;
     if (rc != SN_ARENA_OK) {
         t->ar = NULL;
         if (blk)
