@@ -15,9 +15,12 @@ _Static_assert((int)SN_READ == (int)SN_ACC_R && (int)SN_WRITE == (int)SN_ACC_W &
  * has one already (a call reading and writing the same buffer, several
  * small allocations of one shared block), so the arena sees each block
  * once; all when there is no room. */
-static inline void sn_access_use(sn_arena_use *use, size_t *n, size_t cap, int *all, void *block, unsigned m,
-                                 uint64_t off, uint64_t len)
+static inline void sn_access_use(sn_access_uses *uses, int peer, void *block, unsigned m, uint64_t off, uint64_t len)
 {
+    sn_arena_use *use = peer ? uses->peer : uses->use;
+    size_t *n = peer ? &uses->npeer : &uses->n;
+    size_t cap = peer ? uses->cap_peer : uses->cap;
+    int *all = peer ? &uses->peer_all : &uses->all;
     /* only a use of the same bytes merges: what a use reads and what it
      * defines are told apart by its range (dropped contents) */
     for (size_t k = 0; k < *n; k++)
@@ -67,11 +70,10 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
                 uint64_t hi = (end < a_end ? end : a_end) - a->base;
                 void *block = sn_arena_alloc_block(a->managed);
                 if (a->dev == c->dev) {
-                    sn_access_use(uses->use, &uses->n, uses->cap, &uses->all, block, m, lo, hi > lo ? hi - lo : 0);
+                    sn_access_use(uses, 0, block, m, lo, hi > lo ? hi - lo : 0);
                 } else if (uses->peer_dev < 0 || uses->peer_dev == a->dev) {
                     uses->peer_dev = a->dev;
-                    sn_access_use(uses->peer, &uses->npeer, uses->cap_peer, &uses->peer_all, block, m, lo,
-                                  hi > lo ? hi - lo : 0);
+                    sn_access_use(uses, 1, block, m, lo, hi > lo ? hi - lo : 0);
                 } else {
                     uses->more_devices = 1;
                 }
@@ -235,9 +237,10 @@ static inline int sn_memo_same(const sn_memo_entry *e, const sn_call *c, uint64_
     return 1;
 }
 
-int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_access_result *res,
-                     const sn_trace_access **acc, sn_access_uses *uses, uint64_t *gen, sn_access_memo_ref *ref)
+int sn_access_recall(const sn_registry *reg, const sn_call *c, sn_access_lookup *l)
 {
+    sn_access_memo_ref *ref = &l->ref;
+    sn_access_uses *uses = l->uses;
     uint64_t now = sn_reg_gen(reg);
     ref->keep = 0;
     if (now != sn_memo_seen) {
@@ -258,7 +261,7 @@ int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_acces
     }
     m->lookups++;
     size_t i = key & (m->slots - 1);
-    uint64_t tag = sn_memo_tag(c, cap, uses ? (int)uses->cap : 0);
+    uint64_t tag = sn_memo_tag(c, l->cap, uses ? (int)uses->cap : 0);
     sn_memo_entry *e = &m->entry[i];
     if (e->gen != now) {
         /* free (or stale): the call goes here */
@@ -278,8 +281,8 @@ int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_acces
             return 0;
         }
     }
-    *res = e->res;
-    *acc = e->acc;
+    l->res = e->res;
+    l->accs = e->acc;
     if (uses) {
         uses->use = e->use;
         uses->n = e->nuses;
@@ -287,13 +290,17 @@ int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_acces
         uses->ws_lo = e->ws_lo;
         uses->ws_hi = e->ws_hi;
     }
-    *gen = now;
+    l->gen = now;
     return 1;
 }
 
-void sn_access_remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen, const sn_trace_access *acc,
-                        int cap, const sn_access_result *res, const sn_access_uses *uses)
+void sn_access_remember(const sn_call *c, uint64_t gen, const sn_access_lookup *l)
 {
+    const sn_access_memo_ref *ref = &l->ref;
+    const sn_access_result *res = &l->res;
+    const sn_access_uses *uses = l->uses;
+    const sn_trace_access *acc = l->acc;
+    const int cap = l->cap;
     sn_memo *m = sn_memo_now;
     if (m && m->lookups >= m->slots) {
         /* a table's worth of lookups: too many found their slot taken, and

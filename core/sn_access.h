@@ -78,25 +78,38 @@ typedef struct sn_access_memo_ref {
                            thread's previous call, and a slot is free for it */
 } sn_access_memo_ref;
 
+/* One call's resolution, recalled or made: what sn_access_recall fills
+ * and sn_access_remember keeps. The caller sets cap, acc (its room for a
+ * resolution) and uses (may be NULL: no arena blocks wanted). */
+typedef struct sn_access_lookup {
+    int cap;                      /* entries acc holds */
+    sn_trace_access *acc;         /* the caller's, for a resolution made afresh */
+    const sn_trace_access *accs;  /* the accesses found: acc, or the memo's */
+    sn_access_result res;
+    sn_access_uses *uses;
+    uint64_t gen;                 /* the registry's generation a recall holds for */
+    sn_access_memo_ref ref;       /* what a missed recall leaves for sn_access_remember */
+} sn_access_lookup;
+
 /* The accesses of a call this thread resolved before, with the same key
  * and ranges, while the registry is still at the generation it was
- * resolved at (read atomically: no lock needed). Returns 1 with *res, *acc
- * and uses (when not NULL: only results with uses of the call's own
- * device are remembered) filled and *gen the generation they hold for, 0
- * when not remembered. *acc and uses->use then point into the memo: valid
- * until this thread remembers another call. The caller that goes on to
- * use the tracer's ids must check the generation again under the
- * device's lock: ids are released only under it, after their allocation
- * left the registry. *ref is for sn_access_remember after a miss. */
-int sn_access_recall(const sn_registry *reg, const sn_call *c, int cap, sn_access_result *res,
-                     const sn_trace_access **acc, sn_access_uses *uses, uint64_t *gen, sn_access_memo_ref *ref);
+ * resolved at (read atomically: no lock needed). Returns 1 with l->res,
+ * l->accs and l->uses (when not NULL: only results with uses of the call's
+ * own device are remembered) filled and l->gen the generation they hold
+ * for, 0 when not remembered. l->accs and l->uses->use then point into the
+ * memo: valid until this thread remembers another call. The caller that
+ * goes on to use the tracer's ids must check the generation again under
+ * the device's lock: ids are released only under it, after their
+ * allocation left the registry. l->ref is for sn_access_remember after a
+ * miss. */
+int sn_access_recall(const sn_registry *reg, const sn_call *c, sn_access_lookup *l);
 
 /* Remembers a resolution made under the registry's lock at generation gen
- * after a recall missed (ref: what it left). Kept only when the registry
- * was unchanged since the thread's call before, and still is at gen, and
- * only small calls: at most SN_ACCESS_MEMO_RANGES ranges. */
+ * (l->acc, l->res, l->uses) after a recall missed (l->ref: what it left).
+ * Kept only when the registry was unchanged since the thread's call
+ * before, and still is at gen, and only small calls: at most
+ * SN_ACCESS_MEMO_RANGES ranges. */
 #define SN_ACCESS_MEMO_RANGES 8
-void sn_access_remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen, const sn_trace_access *acc,
-                        int cap, const sn_access_result *res, const sn_access_uses *uses);
+void sn_access_remember(const sn_call *c, uint64_t gen, const sn_access_lookup *l);
 
 #endif

@@ -18,6 +18,14 @@
 #include "common/sn_lock.h"
 
 #define SN_SEARCH_MAX 16
+
+/* The search's buffers in libsn's scratch: the operands in the order x, w,
+ * y, then the workspace; max: how many results fit. */
+typedef struct sn_search_bufs {
+    void *x, *w, *y, *ws;
+    uint64_t ws_bytes;
+    int max;
+} sn_search_bufs;
 #define SN_SEARCH_ALIGN 256
 
 static uint64_t sn_align(uint64_t v)
@@ -63,7 +71,8 @@ static uint64_t sn_align(uint64_t v)
         if (SN_REAL(cudaMemsetAsync)(px, 0, base, (cudaStream_t)c->stream) != cudaSuccess)                 \
             SN_REAL(cudaGetLastError)();                                                                   \
         sn_witness_cuda(#find);                                                                            \
-        cudnnStatus_t st = sn_find_##fn(g, px, pw, py, max, &got, perf, pws, ws);                          \
+        const sn_search_bufs bufs = {px, pw, py, pws, ws, max};                                            \
+        cudnnStatus_t st = sn_find_##fn(g, &bufs, &got, perf);                                             \
         sn_core_search_end(c->dev, c->stream, &t);                                                         \
         if (st != CUDNN_STATUS_SUCCESS)                                                                    \
             return 0;                                                                                      \
@@ -92,27 +101,26 @@ static int sn_operands(const sn_conv_geom *g, uint64_t ops[3])
     return 0;
 }
 
-static cudnnStatus_t sn_find_sn_search_fwd(const sn_conv_geom *g, void *x, void *w, void *y, int max, int *got,
-                                           cudnnConvolutionFwdAlgoPerf_t *perf, void *ws, uint64_t wsb)
+static cudnnStatus_t sn_find_sn_search_fwd(const sn_conv_geom *g, const sn_search_bufs *b, int *got,
+                                           cudnnConvolutionFwdAlgoPerf_t *perf)
 {
-    return SN_REAL(cudnnFindConvolutionForwardAlgorithmEx)(g->handle, g->x, x, g->w, w, g->conv, g->y, y, max,
-                                                           got, perf, ws, (size_t)wsb);
+    return SN_REAL(cudnnFindConvolutionForwardAlgorithmEx)(g->handle, g->x, b->x, g->w, b->w, g->conv, g->y, b->y,
+                                                           b->max, got, perf, b->ws, (size_t)b->ws_bytes);
 }
 
-static cudnnStatus_t sn_find_sn_search_bwd_data(const sn_conv_geom *g, void *x, void *w, void *y, int max,
-                                                int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf, void *ws,
-                                                uint64_t wsb)
+static cudnnStatus_t sn_find_sn_search_bwd_data(const sn_conv_geom *g, const sn_search_bufs *b, int *got,
+                                                cudnnConvolutionBwdDataAlgoPerf_t *perf)
 {
-    return SN_REAL(cudnnFindConvolutionBackwardDataAlgorithmEx)(g->handle, g->w, w, g->y, y, g->conv, g->x, x,
-                                                                max, got, perf, ws, (size_t)wsb);
+    return SN_REAL(cudnnFindConvolutionBackwardDataAlgorithmEx)(g->handle, g->w, b->w, g->y, b->y, g->conv, g->x,
+                                                                b->x, b->max, got, perf, b->ws, (size_t)b->ws_bytes);
 }
 
-static cudnnStatus_t sn_find_sn_search_bwd_filter(const sn_conv_geom *g, void *x, void *w, void *y, int max,
-                                                  int *got, cudnnConvolutionBwdFilterAlgoPerf_t *perf, void *ws,
-                                                  uint64_t wsb)
+static cudnnStatus_t sn_find_sn_search_bwd_filter(const sn_conv_geom *g, const sn_search_bufs *b, int *got,
+                                                  cudnnConvolutionBwdFilterAlgoPerf_t *perf)
 {
-    return SN_REAL(cudnnFindConvolutionBackwardFilterAlgorithmEx)(g->handle, g->x, x, g->y, y, g->conv, g->w, w,
-                                                                  max, got, perf, ws, (size_t)wsb);
+    return SN_REAL(cudnnFindConvolutionBackwardFilterAlgorithmEx)(g->handle, g->x, b->x, g->y, b->y, g->conv, g->w,
+                                                                  b->w, b->max, got, perf, b->ws,
+                                                                  (size_t)b->ws_bytes);
 }
 
 SN_SEARCH_FN(sn_search_fwd, cudnnConvolutionFwdAlgoPerf_t, cudnnGetConvolutionForwardAlgorithmMaxCount,

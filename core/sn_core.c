@@ -315,11 +315,14 @@ static uint64_t sn_call_site(void)
 
 /* ---- initialisation ------------------------------------------------------------- */
 
+static void sn_on_stale(sn_alloc *a, void *ctx);
+
 void sn_core_init(void)
 {
     sn_lock_take(&sn_reg_lock);
     if (!sn_core_ready) {
         sn_reg_init(&sn_reg);
+        sn_reg.on_stale = sn_on_stale;
         /* libunwind initialises its globals on first use, unsynchronised
          * (a racy flag and signal mask under its own lock); doing that here,
          * while every other thread waits for initialisation to finish,
@@ -370,7 +373,7 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn
         site = sn_call_site();
     sn_register_exit();
     sn_lock_take(&sn_reg_lock);
-    sn_alloc *a = sn_reg_add_locked(&sn_reg, (uintptr_t)p, size, kind, owner, dev, sn_on_stale, NULL);
+    sn_alloc *a = sn_reg_add_locked(&sn_reg, (uintptr_t)p, size, kind, owner, dev);
     if (a)
         a->managed = managed;
     if (a && !managed && kind != SN_KIND_HOST && dev >= 0 && dev < SN_MAX_DEVICES && sn_managing()) {
@@ -417,8 +420,7 @@ void sn_core_free_end(sn_alloc *a, int ok)
     } else {
         /* The free failed, so nobody else can have been given the address:
          * the allocation is still live, as it was. */
-        sn_alloc *back = sn_reg_add_locked(&sn_reg, a->base, a->size, a->kind, a->owner, a->dev,
-                                           sn_on_stale, NULL);
+        sn_alloc *back = sn_reg_add_locked(&sn_reg, a->base, a->size, a->kind, a->owner, a->dev);
         if (back) {
             back->trace_id = a->trace_id;
             back->managed = a->managed;
@@ -1064,8 +1066,8 @@ static __attribute__((noinline, cold)) int sn_core_nomem(const sn_call *c, sn_ar
 static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, const sn_access_uses *u, int64_t pos,
                                  const sn_plan_due *due)
 {
-    const int algo = due->conv_algo, supply = due->conv_supply;
-    const uint64_t ws = due->conv_ws;
+    const int algo = due->conv_choice.algo, supply = due->conv_choice.supply;
+    const uint64_t ws = due->conv_choice.ws;
     int changed = algo != c->algo;
     t->conv_pos = pos;
     if (!supply && ws <= c->workspace) {
@@ -1333,13 +1335,13 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         sn_manage_measured_locked(&d->mgr, due, pos, now, ms, &totals);
         sn_lock_give(&d->lock);
     }
-    if (!due->nout && !due->nin && !due->sync && (due->gathered || !sn_arena_leaving(ar)))
+    if (!due->mv.nout && !due->mv.nin && !due->sync && (due->gathered || !sn_arena_leaving(ar)))
         return;
     int lib = sn_own_work_begin();
     if (!due->gathered)
         sn_arena_reap(ar, 0);
-    if (due->nout)
-        sn_arena_offload(ar, (void **)due->out, due->drop, due->nout);
+    if (due->mv.nout)
+        sn_arena_offload(ar, due->mv.out, due->mv.drop, due->mv.nout);
     /* a gathered plan's sync step: one wait for the device, then every
      * block that left is unmapped, then the prefetches mapped */
     if (due->sync) {
@@ -1347,8 +1349,8 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         if (sn_opt.workspace != SN_WORKSPACE_KEEP)
             sn_arena_scratch_fit(ar, stream, due->sync_ws);
     }
-    if (due->nin)
-        sn_arena_prefetch(ar, (void **)due->in, due->nin);
+    if (due->mv.nin)
+        sn_arena_prefetch(ar, due->mv.in, due->mv.nin);
     sn_own_work_end(lib);
 }
 
@@ -1362,8 +1364,7 @@ typedef struct sn_begin {
     sn_arena_use use[SN_CALL_MAX_RANGES * 4];
     sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
     sn_access_uses uses;
-    sn_access_result res;
-    const sn_trace_access *accs;
+    sn_access_lookup look;
     sn_plan_due due;
 } sn_begin;
 
@@ -1392,23 +1393,24 @@ static void sn_begin_resolve(const sn_call *c, sn_begin *b)
     sn_device *d = b->d;
     b->uses = (sn_access_uses){b->use, sizeof b->use / sizeof b->use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0,
                                0, b->peer_use, sizeof b->peer_use / sizeof b->peer_use[0], 0, 0, 0};
-    const int acap = (int)(sizeof b->acc / sizeof b->acc[0]);
-    sn_access_uses *up = b->managing ? &b->uses : NULL;
-    uint64_t gen = 0;
-    sn_access_memo_ref ref;
-    b->accs = b->acc;
+    sn_access_lookup *l = &b->look;
+    l->cap = (int)(sizeof b->acc / sizeof b->acc[0]);
+    l->acc = b->acc;
+    l->accs = b->acc;
+    l->uses = b->managing ? &b->uses : NULL;
+    l->gen = 0;
     for (;;) {
-        int hit = sn_access_recall(&sn_reg, c, acap, &b->res, &b->accs, up, &gen, &ref);
+        int hit = sn_access_recall(&sn_reg, c, l);
         if (!hit) {
-            b->accs = b->acc;
+            l->accs = b->acc;
             b->uses.use = b->use;
             b->uses.n = b->uses.npeer = 0;
             b->uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
             b->uses.peer_dev = -1;
             b->uses.peer_all = b->uses.more_devices = 0;
             sn_lock_take(&sn_reg_lock);
-            b->res = sn_access_resolve_locked(&sn_reg, c, b->acc, acap, up);
-            sn_access_remember(&ref, c, sn_reg.gen, b->acc, acap, &b->res, up);
+            l->res = sn_access_resolve_locked(&sn_reg, c, b->acc, l->cap, l->uses);
+            sn_access_remember(c, sn_reg.gen, l);
         }
         if (!b->log) {
             if (!hit)
@@ -1423,7 +1425,7 @@ static void sn_begin_resolve(const sn_call *c, sn_begin *b)
         /* the tracer's ids are released only under the device's lock,
          * after their allocation left the registry: with the generation
          * unchanged, every id recalled is still the allocation's */
-        if (sn_reg_gen(&sn_reg) == gen)
+        if (sn_reg_gen(&sn_reg) == l->gen)
             break;
         sn_lock_give(&d->lock);
     }
@@ -1438,14 +1440,14 @@ static void sn_begin_log_locked(const sn_call *c, sn_step_token *t, sn_begin *b)
     sn_trace *tr = sn_trace_of_locked(c->dev);
     if (!tr)
         return;
-    tr->unknown_ranges += b->res.unknown;
+    tr->unknown_ranges += b->look.res.unknown;
     unsigned flags = sn_is_transfer(c->op) ? SN_TC_TRANSFER : SN_TC_STEP;
-    if (b->res.incomplete)
+    if (b->look.res.incomplete)
         flags |= SN_TC_OPAQUE;
     if (c->flags & SN_CALL_HOST_PINNED)
         flags |= SN_TC_HOST_PINNED;
     /* index SN_TRACE_UNRECORDED: counted, not logged (after the profile) */
-    t->index = sn_trace_call_add(tr, c, flags, b->accs, b->res.nacc);
+    t->index = sn_trace_call_add(tr, c, flags, b->look.accs, b->look.res.nacc);
     /* a convolution configuration seen for the first time while
      * profiling: its algorithms are measured once (not for SN_POLICY=lru,
      * which makes no plan to choose them) */
@@ -1478,7 +1480,7 @@ static int sn_begin_manage(sn_call *c, sn_step_token *t, sn_begin *b)
         sn_core_plan_claim(c->dev);
     else if (ps == SN_PLAN_READY)
         sn_core_plan_install(c->dev);
-    else if (b->planned && (due->start || due->note || due->nout || due->nin || due->sync ||
+    else if (b->planned && (due->start || due->note || due->mv.nout || due->mv.nin || due->sync ||
                             (!due->gathered && sn_arena_leaving(sn_arena_of(c->dev)))))
         sn_core_plan_moves(c->dev, b->pos, c->stream, due);
     int rc = b->planned && due->conv ? sn_core_conv_resident(d, c, t, &b->uses, b->pos, due)

@@ -131,8 +131,7 @@ void sn_reg_recycle_locked(sn_registry *r, sn_alloc *a)
     r->spare = a;
 }
 
-sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int kind, int owner,
-                            int dev, void (*on_stale)(sn_alloc *, void *), void *ctx)
+sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int kind, int owner, int dev)
 {
     if (size == 0)
         size = 1; /* a zero-byte allocation still owns its address */
@@ -149,8 +148,8 @@ sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int k
         size_t k = n < 8 ? n : 8;
         for (size_t j = 0; j < k; j++) {
             sn_reg_unlink(r, stale[j]);
-            if (on_stale)
-                on_stale(stale[j], ctx);
+            if (r->on_stale)
+                r->on_stale(stale[j], r->stale_ctx);
             sn_reg_recycle_locked(r, stale[j]);
         }
     }

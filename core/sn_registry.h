@@ -80,6 +80,10 @@ typedef struct sn_registry {
     sn_reg_cached cache[SN_REG_CACHE_SLOTS];
     sn_alloc *spare;         /* released records, reused by insertions */
     sn_phys *phys;           /* uthash on handle */
+    /* handed each allocation found stale (freed by a path libsn did not
+     * see) before its record is freed; NULL: none */
+    void (*on_stale)(sn_alloc *a, void *ctx);
+    void *stale_ctx;
 } sn_registry;
 
 void sn_reg_init(sn_registry *r);
@@ -94,10 +98,9 @@ void sn_reg_destroy(sn_registry *r);
 
 /* Records [base, base+size). Allocations it overlaps are stale (freed by a
  * path libsn did not see) and are removed first; each is handed to
- * on_stale (may be NULL) before being freed. Returns the new record, or
+ * r->on_stale (when set) before being freed. Returns the new record, or
  * NULL if out of memory. */
-sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int kind, int owner,
-                            int dev, void (*on_stale)(sn_alloc *, void *), void *ctx);
+sn_alloc *sn_reg_add_locked(sn_registry *r, uintptr_t base, uint64_t size, int kind, int owner, int dev);
 /* The allocation starting exactly at base with a kind in kinds, or NULL. */
 sn_alloc *sn_reg_exact_locked(sn_registry *r, uintptr_t base, int kinds);
 /* The allocation containing addr, or NULL (the cache missed: sn_reg_find_locked). */

@@ -325,7 +325,7 @@ static void sn_exec_stretches(sn_exec *ex)
     }
 }
 
-int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *algo, uint64_t *ws, int *supply)
+int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, sn_exec_conv_choice *out)
 {
     if (!ex->active || !ex->conv_step || pos < 0 || (pos & 1) || !conf)
         return 0;
@@ -335,9 +335,9 @@ int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *alg
     int p = ex->conv_step[k];
     if (p < 0 || ex->conv_algo[p] < 0 || ex->conv_conf[p] != conf || ex->conv_fw[p] != fw)
         return 0;
-    *algo = ex->conv_algo[p];
-    *ws = ex->conv_ws[p];
-    *supply = ex->conv_supply[p];
+    out->algo = ex->conv_algo[p];
+    out->ws = ex->conv_ws[p];
+    out->supply = ex->conv_supply[p];
     return 1;
 }
 
@@ -634,43 +634,41 @@ int sn_exec_install(sn_exec *ex, sn_exec_job *job, const sn_trace *t, const sn_e
     return rc;
 }
 
-static void sn_exec_add(sn_exec *ex, const sn_plan_action *a, void **out, int *drop, size_t *nout, void **in,
-                        size_t *nin, size_t cap)
+static void sn_exec_add(sn_exec *ex, const sn_plan_action *a, sn_exec_moves *mv)
 {
     void *b = ex->block[a->tensor];
     if (!b) {
         ex->skipped_unbound++;
         return;
     }
-    if ((a->op == SN_PLAN_PREFETCH ? *nin : *nout) == cap) {
+    if ((a->op == SN_PLAN_PREFETCH ? mv->nin : mv->nout) == SN_DUE_CAP) {
         ex->skipped_unbound++;
         return;
     }
     if (a->op == SN_PLAN_PREFETCH) {
-        in[(*nin)++] = b;
+        mv->in[mv->nin++] = b;
     } else {
         sn_debug("plan: %s of tensor %d after step %d (position %lld): block %p",
                  a->op == SN_PLAN_DROP ? "drop" : "offload", a->tensor, a->step, (long long)ex->pos[a->step], b);
-        drop[*nout] = a->op == SN_PLAN_DROP;
-        out[(*nout)++] = b;
+        mv->drop[mv->nout] = a->op == SN_PLAN_DROP;
+        mv->out[mv->nout++] = b;
     }
 }
 
 /* Offloads and drops of plan steps [from, to). */
-static void sn_exec_after(sn_exec *ex, int from, int to, void **out, int *drop, size_t *nout, size_t cap)
+static void sn_exec_after(sn_exec *ex, int from, int to, sn_exec_moves *mv)
 {
     for (int s = from; s < to; s++)
         for (int j = ex->act_off[s]; j < ex->act_off[s + 1]; j++) {
             const sn_plan_action *a = &ex->plan.actions[ex->act[j]];
             if (a->op != SN_PLAN_PREFETCH)
-                sn_exec_add(ex, a, out, drop, nout, NULL, NULL, cap);
+                sn_exec_add(ex, a, mv);
         }
 }
 
-void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
-                 size_t cap)
+void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv)
 {
-    *nout = *nin = 0;
+    mv->nout = mv->nin = 0;
     if (!ex->active)
         return;
     if (pos < 0) {
@@ -700,7 +698,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
     } else if (pos < ex->last_pos) {
         sn_debug("plan: position %lld after %lld: a new iteration", (long long)pos, (long long)ex->last_pos);
         /* a new iteration: the last one's remaining moves first */
-        sn_exec_after(ex, ex->next_off, ex->nsteps, out, drop, nout, cap);
+        sn_exec_after(ex, ex->next_off, ex->nsteps, mv);
         ex->next_off = ex->next_pre = 0;
         ex->iterations++;
         ex->iterations_all++;
@@ -712,7 +710,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
     int from = ex->next_off;
     while (ex->next_off < ex->nsteps && ex->pos[ex->next_off] < pos)
         ex->next_off++;
-    sn_exec_after(ex, from, ex->next_off, out, drop, nout, cap);
+    sn_exec_after(ex, from, ex->next_off, mv);
     for (; ex->next_pre < ex->nsteps && ex->pos[ex->next_pre] <= pos; ex->next_pre++) {
         if (ex->plan.sync && ex->plan.sync[ex->next_pre]) {
             ex->sync_due = 1;
@@ -721,7 +719,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, 
         for (int j = ex->act_off[ex->next_pre]; j < ex->act_off[ex->next_pre + 1]; j++) {
             const sn_plan_action *a = &ex->plan.actions[ex->act[j]];
             if (a->op == SN_PLAN_PREFETCH)
-                sn_exec_add(ex, a, out, drop, nout, in, nin, cap);
+                sn_exec_add(ex, a, mv);
         }
     }
     /* the next calls find nothing due up to these positions */

@@ -203,12 +203,17 @@ int sn_exec_trial_next(sn_exec *ex, uint64_t iteration, double ms);
 
 /* The plan's algorithm for a convolution call at position pos of
  * configuration conf that the framework runs with algorithm fw: 1 with
- * *algo and the workspace it needs (*ws) when the plan runs another one
- * or supplies the workspace itself (*supply: the framework's buffer is not
- * to be touched, whatever the algorithm), 0 otherwise (not on the
- * sequence, nothing planned, or the call is not the one the plan was made
- * for: the framework's choice). The caller serialises calls for one ex. */
-int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, int *algo, uint64_t *ws, int *supply);
+ * out->algo and the workspace it needs (out->ws) when the plan runs
+ * another one or supplies the workspace itself (out->supply: the
+ * framework's buffer is not to be touched, whatever the algorithm), 0
+ * otherwise (not on the sequence, nothing planned, or the call is not the
+ * one the plan was made for: the framework's choice). The caller
+ * serialises calls for one ex. */
+typedef struct sn_exec_conv_choice {
+    int algo, supply;
+    uint64_t ws;
+} sn_exec_conv_choice;
+int sn_exec_conv(const sn_exec *ex, int64_t pos, uint64_t conf, int fw, sn_exec_conv_choice *out);
 /* What became of it: run as planned (changed: another algorithm than the
  * framework's; scratch: with libsn's workspace), or left as the framework
  * made it (ran = 0: no room). */
@@ -240,12 +245,17 @@ static inline int sn_exec_due_quiet(sn_exec *ex, int64_t pos)
 }
 
 /* The moves due at a call at position pos (>= 0): blocks to send away
- * (drop[i]: contents dead) and to bring in, at most cap of each; sync_due
- * says whether a sync step of a gathered plan (sn_plan.h) was reached:
- * what left is unmapped there, and only there. The caller serialises
- * calls for one ex. */
-void sn_exec_due(sn_exec *ex, int64_t pos, void **out, int *drop, size_t *nout, void **in, size_t *nin,
-                 size_t cap);
+ * (drop[i]: contents dead) and to bring in, at most SN_DUE_CAP of each;
+ * sync_due says whether a sync step of a gathered plan (sn_plan.h) was
+ * reached: what left is unmapped there, and only there. The caller
+ * serialises calls for one ex. */
+enum { SN_DUE_CAP = 256 };
+typedef struct sn_exec_moves {
+    void *out[SN_DUE_CAP], *in[SN_DUE_CAP];
+    int drop[SN_DUE_CAP];
+    size_t nout, nin;
+} sn_exec_moves;
+void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv);
 
 /* An allocation of size bytes (its arena block) was just made: binds it
  * to the plan tensor it is in the learned sequence, if any. */

@@ -118,16 +118,16 @@ void sn_manage_due_locked(sn_manager *m, int64_t pos, const sn_call *c, sn_plan_
     sn_exec *ex = &m->exec;
     due->note = ex->seen_mem != NULL && pos >= 0;
     due->conv = c->conf && sn_opt.workspace != SN_WORKSPACE_KEEP &&
-                sn_exec_conv(ex, pos, c->conf, c->algo, &due->conv_algo, &due->conv_ws, &due->conv_supply);
+                sn_exec_conv(ex, pos, c->conf, c->algo, &due->conv_choice);
     due->start = 0;
     due->sync = 0;
     due->gathered = ex->plan.sync != NULL;
     if (sn_exec_due_quiet(ex, pos)) {
         /* (an iteration starts on the other path only) */
-        due->nout = due->nin = 0;
+        due->mv.nout = due->mv.nin = 0;
         return;
     }
-    sn_exec_due(ex, pos, due->out, due->drop, &due->nout, due->in, &due->nin, SN_DUE_CAP);
+    sn_exec_due(ex, pos, &due->mv);
     due->sync = ex->sync_due;
     due->sync_ws = ex->sync_ws;
     due->start = sn_exec_claim_start(ex);

@@ -70,18 +70,16 @@ int sn_manage_install_locked(sn_manager *m, const sn_trace *t, const sn_exec_kno
 
 /* What the plan has due at one call: taken under the device's lock
  * (sn_manage_due_locked), carried out by the core with no lock held. */
-enum { SN_DUE_CAP = 256, SN_START_EVENTS = SN_PLAN_ITER_STATS + 1 };
+enum { SN_START_EVENTS = SN_PLAN_ITER_STATS + 1 };
 typedef struct sn_plan_due {
-    void *out[SN_DUE_CAP], *in[SN_DUE_CAP];
-    int drop[SN_DUE_CAP];
-    size_t nout, nin;
+    sn_exec_moves mv;                         /* blocks to send away and to bring in */
     int start, note;
     int gathered, sync;                       /* the plan unmaps at sync steps only; one is due */
     uint64_t boundary, timed;                 /* the iteration start claimed; iteration timed */
     void *ev_old, *ev_last, *reuse;           /* events (cudaEvent_t) at the starts that time it */
     /* a convolution's algorithm, when the plan chose one for this step */
-    int conv, conv_algo, conv_supply;
-    uint64_t conv_ws;
+    int conv;
+    sn_exec_conv_choice conv_choice;
     uint64_t sync_ws;  /* at a sync step: the scratch the stretch from it needs */
 } sn_plan_due;
 

@@ -23,9 +23,9 @@ static void test_lookup(void **state)
     (void)state;
     sn_registry r;
     sn_reg_init(&r);
-    sn_alloc *a = sn_reg_add_locked(&r, 0x10000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
-    sn_alloc *b = sn_reg_add_locked(&r, 0x20000, 0x100, SN_KIND_DEVICE, SN_OWNER_CUDNN, 1, NULL, NULL);
-    sn_alloc *h = sn_reg_add_locked(&r, 0x8000, 0x10, SN_KIND_HOST, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+    sn_alloc *a = sn_reg_add_locked(&r, 0x10000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0);
+    sn_alloc *b = sn_reg_add_locked(&r, 0x20000, 0x100, SN_KIND_DEVICE, SN_OWNER_CUDNN, 1);
+    sn_alloc *h = sn_reg_add_locked(&r, 0x8000, 0x10, SN_KIND_HOST, SN_OWNER_FRAMEWORK, 0);
     assert_non_null(a);
     assert_non_null(b);
     assert_ptr_equal(sn_reg_find_locked(&r, 0x10000), a);
@@ -63,11 +63,12 @@ static void test_stale_overlap(void **state)
     (void)state;
     sn_registry r;
     sn_reg_init(&r);
-    sn_reg_add_locked(&r, 0x1000, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
-    sn_reg_add_locked(&r, 0x1100, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
-    sn_reg_add_locked(&r, 0x1300, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    r.on_stale = on_stale;
+    sn_reg_add_locked(&r, 0x1000, 0x100, SN_KIND_DEVICE, 1, 0);
+    sn_reg_add_locked(&r, 0x1100, 0x100, SN_KIND_DEVICE, 1, 0);
+    sn_reg_add_locked(&r, 0x1300, 0x100, SN_KIND_DEVICE, 1, 0);
     /* A new allocation over the first two: they were freed unseen. */
-    sn_alloc *n = sn_reg_add_locked(&r, 0x1080, 0x100, SN_KIND_DEVICE, 1, 0, on_stale, NULL);
+    sn_alloc *n = sn_reg_add_locked(&r, 0x1080, 0x100, SN_KIND_DEVICE, 1, 0);
     assert_int_equal(stale_count, 2);
     assert_int_equal(r.count, 2);
     assert_ptr_equal(sn_reg_find_locked(&r, 0x1000 + 0x90), n);
@@ -97,7 +98,7 @@ static void test_many_random(void **state)
     }
     for (int k = 0; k < N; k++) {
         int i = order[k];
-        assert_non_null(sn_reg_add_locked(&r, base[i], 0x800, SN_KIND_DEVICE, 1, 0, NULL, NULL));
+        assert_non_null(sn_reg_add_locked(&r, base[i], 0x800, SN_KIND_DEVICE, 1, 0));
         live[i] = 1;
     }
     for (int i = 0; i < N; i += 3) {
@@ -177,7 +178,7 @@ static void add_block(sn_registry *r, int n)
 {
     for (int i = 0; i < n; i++) {
         sn_alloc *a = sn_reg_add_locked(r, 0x100000 + 0x1000 * (uintptr_t)i, 0x1000, SN_KIND_MAPPING,
-                                        SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+                                        SN_OWNER_FRAMEWORK, 0);
         assert_non_null(a);
         a->trace_id = (uint32_t)i;
     }
@@ -436,6 +437,29 @@ static void test_access_uses_merged(void **state)
 /* The per-thread memo: a call with the same device, flags and ranges is
  * recalled with the same result while the registry is unchanged, and
  * only then. */
+/* The memo's two calls with the test's locals (sn_access_lookup holds
+ * them in libsn). */
+static int recall(const sn_registry *r, const sn_call *c, int cap, sn_access_result *res,
+                  const sn_trace_access **got, sn_access_uses *u, uint64_t *gen, sn_access_memo_ref *ref)
+{
+    sn_access_lookup l = {.cap = cap, .uses = u};
+    int hit = sn_access_recall(r, c, &l);
+    *ref = l.ref;
+    if (hit) {
+        *res = l.res;
+        *got = l.accs;
+        *gen = l.gen;
+    }
+    return hit;
+}
+
+static void remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen, sn_trace_access *acc, int cap,
+                     const sn_access_result *res, sn_access_uses *u)
+{
+    const sn_access_lookup l = {.cap = cap, .acc = acc, .accs = acc, .res = *res, .uses = u, .ref = *ref};
+    sn_access_remember(c, gen, &l);
+}
+
 static void test_access_memo(void **state)
 {
     (void)state;
@@ -450,7 +474,7 @@ static void test_access_memo(void **state)
     sn_call_range(&c, (void *)0x100800, 0x1000, SN_READ);
     sn_call_range(&c, (void *)0x102000, 0x1000, SN_WRITE | SN_OVERWRITE);
     sn_trace_access acc[8];
-    const sn_trace_access *got;
+    const sn_trace_access *got = NULL;
     sn_arena_use use[8], peer[2];
     sn_access_uses u = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
     sn_access_result res, back;
@@ -458,20 +482,20 @@ static void test_access_memo(void **state)
     uint64_t gen = 0;
     /* a registry this thread has not seen before: nothing to recall, and
      * nothing worth remembering yet */
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
+    assert_false(recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
     assert_false(ref.keep);
     res = sn_access_resolve_locked(&r, &c, acc, 8, &u);
     assert_int_equal(res.nacc, 3);
     assert_int_equal(u.n, 3);
-    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
+    remember(&ref, &c, r.gen, acc, 8, &res, &u);
+    assert_false(recall(&r, &c, 8, &back, &got, &u, &gen, &ref));
     /* unchanged since: remembered, and recalled */
     assert_true(ref.keep);
     assert_true(ref.key == sn_access_key(&c));
-    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
+    remember(&ref, &c, r.gen, acc, 8, &res, &u);
 
     sn_access_uses again = {use, 8, 0, 0, -1, 0, 0, peer, 2, 0, 0, 0};
-    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_true(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
     assert_true(gen == r.gen);
     assert_int_equal(back.nacc, 3);
     assert_int_equal(back.incomplete, res.incomplete);
@@ -489,42 +513,42 @@ static void test_access_memo(void **state)
      * acc capacity: not the call remembered */
     sn_call d = c;
     d.range[1].mode = SN_WRITE;
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
     d = c;
     d.range[0].bytes++;
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
     d = c;
     d.flags |= SN_CALL_OPAQUE;
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, NULL, &gen, &ref));
-    assert_false(sn_access_recall(&r, &c, 4, &back, &got, &again, &gen, &ref));
-    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &c, 8, &back, &got, NULL, &gen, &ref));
+    assert_false(recall(&r, &c, 4, &back, &got, &again, &gen, &ref));
+    assert_true(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
 
     /* any change to the registry (here an allocation the call does not
      * touch) and the call is resolved afresh */
-    sn_alloc *x = sn_reg_add_locked(&r, 0x200000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0, NULL, NULL);
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    sn_alloc *x = sn_reg_add_locked(&r, 0x200000, 0x1000, SN_KIND_DEVICE, SN_OWNER_FRAMEWORK, 0);
+    assert_false(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
     assert_false(ref.keep);
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
-    sn_access_remember(&ref, &c, r.gen, acc, 8, &res, &u);
-    assert_true(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    remember(&ref, &c, r.gen, acc, 8, &res, &u);
+    assert_true(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
     /* a change between recall and remember: the resolution is not kept */
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
     sn_reg_remove_locked(&r, x);
     sn_reg_release(x);
     sn_access_resolve_locked(&r, &d, acc, 8, &u);
-    sn_access_remember(&ref, &d, r.gen, acc, 8, &res, &u);
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
-    assert_false(sn_access_recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
-    assert_false(sn_access_recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
+    remember(&ref, &d, r.gen, acc, 8, &res, &u);
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &d, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&r, &c, 8, &back, &got, &again, &gen, &ref));
     sn_reg_destroy(&r);
 
     /* nor is it taken for another registry's */
     sn_registry other;
     sn_reg_init(&other);
     add_block(&other, 3);
-    assert_false(sn_access_recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
-    assert_false(sn_access_recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
+    assert_false(recall(&other, &c, 8, &back, &got, &again, &gen, &ref));
     sn_reg_destroy(&other);
 }
 
@@ -539,7 +563,7 @@ static void test_access_memo_grows(void **state)
     sn_reg_init(&r);
     for (int i = 0; i < N; i++) {
         sn_alloc *a = sn_reg_add_locked(&r, 0x10000000 + 0x10000 * (uintptr_t)i, 0x10000, SN_KIND_DEVICE,
-                                        SN_OWNER_FRAMEWORK, 0, NULL, NULL);
+                                        SN_OWNER_FRAMEWORK, 0);
         assert_non_null(a);
         a->trace_id = (uint32_t)i;
     }
@@ -550,21 +574,21 @@ static void test_access_memo_grows(void **state)
     uint64_t gen;
     sn_call c;
     sn_call_init(&c, 0, 0, 0, NULL);
-    sn_access_recall(&r, &c, 8, &res, &got, NULL, &gen, &ref);
+    recall(&r, &c, 8, &res, &got, NULL, &gen, &ref);
     int hits = 0;
     for (int round = 0; round < ROUNDS; round++) {
         hits = 0;
         for (int i = 0; i < N; i++) {
             sn_call_init(&c, 0, 0, 0, NULL);
             sn_call_range(&c, (void *)(0x10000000 + 0x10000 * (uintptr_t)i), 0x10000, SN_READ);
-            if (sn_access_recall(&r, &c, 8, &res, &got, NULL, &gen, &ref)) {
+            if (recall(&r, &c, 8, &res, &got, NULL, &gen, &ref)) {
                 assert_int_equal(res.nacc, 1);
                 assert_int_equal(got[0].tensor, (uint32_t)i);
                 hits++;
                 continue;
             }
             res = sn_access_resolve_locked(&r, &c, acc, 8, NULL);
-            sn_access_remember(&ref, &c, r.gen, acc, 8, &res, NULL);
+            remember(&ref, &c, r.gen, acc, 8, &res, NULL);
         }
     }
     /* the table grows while more than an eighth of the lookups miss for
