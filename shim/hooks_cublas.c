@@ -16,11 +16,16 @@
 
 #define SN_BLAS_END(args) SN_FORWARD_STEP(&c, cublasStatus_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, args)
 
-static void sn_matrix(sn_call *c, const void *p, cublasOperation_t op, long rows, long cols, long ld,
-                      unsigned mode)
+/* A column-major matrix of rows x cols as the operation op sees it, with
+ * leading dimension ld. */
+typedef struct sn_mat {
+    long rows, cols, ld;
+} sn_mat;
+
+static void sn_matrix(sn_call *c, const void *p, cublasOperation_t op, sn_mat m, unsigned mode)
 {
-    long r = op == CUBLAS_OP_N ? rows : cols, k = op == CUBLAS_OP_N ? cols : rows;
-    sn_call_range(c, p, sn_extent_matrix(r, k, ld, 4), mode);
+    long r = op == CUBLAS_OP_N ? m.rows : m.cols, k = op == CUBLAS_OP_N ? m.cols : m.rows;
+    sn_call_range(c, p, sn_extent_matrix(r, k, m.ld, 4), mode);
 }
 
 static void sn_shape3(sn_call *c, int a, int b, int d)
@@ -67,9 +72,9 @@ SN_EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t
 {
     SN_BLAS_BEGIN(cublasSgemm_v2, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
-    sn_matrix(&c, A, transa, m, k, lda, SN_READ);
-    sn_matrix(&c, B, transb, k, n, ldb, SN_READ);
-    sn_matrix(&c, C, CUBLAS_OP_N, m, n, ldc, sn_out_mode(handle, beta, ldc == m));
+    sn_matrix(&c, A, transa, (sn_mat){m, k, lda}, SN_READ);
+    sn_matrix(&c, B, transb, (sn_mat){k, n, ldb}, SN_READ);
+    sn_matrix(&c, C, CUBLAS_OP_N, (sn_mat){m, n, ldc}, sn_out_mode(handle, beta, ldc == m));
     sn_shape3(&c, m, n, k);
     c.params = sn_hash_mix(sn_hash_mix(c.params, ((uint64_t)transa << 8) | (uint64_t)transb),
                            ((uint64_t)lda << 40) ^ ((uint64_t)ldb << 20) ^ (uint64_t)ldc);
@@ -227,11 +232,11 @@ SN_EXPORT cublasStatus_t cublasSgeam(cublasHandle_t handle, cublasOperation_t tr
                   (handle, transa, transb, m, n, alpha, A, lda, beta, B, ldb, C, ldc))
     /* C = alpha op(A) + beta op(B): an operand scaled by zero is not read. */
     if (sn_blas_beta_nonzero(handle, alpha))
-        sn_matrix(&c, A, transa, m, n, lda, SN_READ);
+        sn_matrix(&c, A, transa, (sn_mat){m, n, lda}, SN_READ);
     if (sn_blas_beta_nonzero(handle, beta))
-        sn_matrix(&c, B, transb, m, n, ldb, SN_READ);
+        sn_matrix(&c, B, transb, (sn_mat){m, n, ldb}, SN_READ);
     int in_place = (const float *)C == A || (const float *)C == B;
-    sn_matrix(&c, C, CUBLAS_OP_N, m, n, ldc,
+    sn_matrix(&c, C, CUBLAS_OP_N, (sn_mat){m, n, ldc},
               SN_WRITE | (in_place ? SN_READ : (ldc == m ? SN_OVERWRITE : 0)));
     sn_shape3(&c, m, n, 1);
     c.params = sn_hash_mix(c.params, ((uint64_t)transa << 8) | (uint64_t)transb);

@@ -52,9 +52,21 @@ static int sn_copy_op(const void *dst, const void *src, enum cudaMemcpyKind kind
     return -1;
 }
 
-static void sn_describe_copy2d(sn_call *c, void *dst, size_t dpitch, const void *src,
-                               size_t spitch, size_t width, size_t height)
+/* A 2D copy's arguments, as the four entry points give them. */
+typedef struct sn_copy2d {
+    void *dst;
+    size_t dpitch;
+    const void *src;
+    size_t spitch, width, height;
+    enum cudaMemcpyKind kind;
+    cudaStream_t stream;
+} sn_copy2d;
+
+static void sn_describe_copy2d(sn_call *c, const sn_copy2d *cp)
 {
+    void *dst = cp->dst;
+    const void *src = cp->src;
+    const size_t dpitch = cp->dpitch, spitch = cp->spitch, width = cp->width, height = cp->height;
     if (!width || !height)
         return;
     uint64_t dspan = (uint64_t)dpitch * (height - 1) + width;
@@ -71,28 +83,34 @@ static void sn_describe_copy2d(sn_call *c, void *dst, size_t dpitch, const void 
     c->params = sn_hash_mix(sn_hash_mix(c->params, dpitch), spitch);
 }
 
+static cudaError_t sn_memcpy2d_real(sn_real_cudaMemcpy2DAsync_fn real_async, sn_real_cudaMemcpy2D_fn real_sync,
+                                    const sn_copy2d *cp)
+{
+    return real_sync ? real_sync(cp->dst, cp->dpitch, cp->src, cp->spitch, cp->width, cp->height, cp->kind)
+                     : real_async(cp->dst, cp->dpitch, cp->src, cp->spitch, cp->width, cp->height, cp->kind,
+                                  cp->stream);
+}
+
 static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_async,
-                                    sn_real_cudaMemcpy2D_fn real_sync, void *dst, size_t dpitch,
-                                    const void *src, size_t spitch, size_t width, size_t height,
-                                    enum cudaMemcpyKind kind, cudaStream_t stream)
+                                    sn_real_cudaMemcpy2D_fn real_sync, const sn_copy2d *cp)
 {
     cudaError_t rc;
+    void *dst = cp->dst;
+    const void *src = cp->src;
+    enum cudaMemcpyKind kind = cp->kind;
+    cudaStream_t stream = cp->stream;
     int op = sn_copy_op(dst, src, kind);
-    if (op < 0) {
-        rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
-                       : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
-        return rc;
-    }
+    if (op < 0)
+        return sn_memcpy2d_real(real_async, real_sync, cp);
     sn_call c;
     sn_call_init(&c, hook, op, sn_current_device(), stream);
     if (real_sync)
         c.flags |= SN_CALL_HOST_SYNC;
-    sn_describe_copy2d(&c, dst, dpitch, src, spitch, width, height);
+    sn_describe_copy2d(&c, cp);
     sn_step_token t;
     if (sn_core_call_begin(&c, &t) != 0)
         return cudaErrorMemoryAllocation;
-    rc = real_sync ? real_sync(dst, dpitch, src, spitch, width, height, kind)
-                   : real_async(dst, dpitch, src, spitch, width, height, kind, stream);
+    rc = sn_memcpy2d_real(real_async, real_sync, cp);
     sn_core_call_end(&c, &t, rc == cudaSuccess);
     if (real_sync && rc == cudaSuccess)
         sn_core_host_synced(c.dev, stream, 0);
@@ -111,7 +129,7 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
-        sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
+        sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
         sn_step_token t;                                                                       \
         if (sn_core_call_begin(&c, &t) != 0)                                                   \
             return cudaErrorMemoryAllocation;                                                  \
@@ -137,7 +155,7 @@ SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
         }                                                                                      \
         sn_call c;                                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), stream);                  \
-        sn_describe_copy2d(&c, dst, count, src, count, count, 1);                              \
+        sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, src, count, kind, stream));        \
     }
 
@@ -148,16 +166,16 @@ SN_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, si
                                    size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     SN_PROLOGUE(CUDART, cudaMemcpy2D, (dst, dpitch, src, spitch, width, height, kind))
-    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D, NULL, real, dst, dpitch, src, spitch, width,
-                            height, kind, NULL);
+    const sn_copy2d cp = {dst, dpitch, src, spitch, width, height, kind, NULL};
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D, NULL, real, &cp);
 }
 
 SN_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
                                         size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     SN_PROLOGUE(CUDART, cudaMemcpy2D_ptds, (dst, dpitch, src, spitch, width, height, kind))
-    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D_ptds, NULL, real, dst, dpitch, src, spitch,
-                            width, height, kind, cudaStreamPerThread);
+    const sn_copy2d cp = {dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread};
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2D_ptds, NULL, real, &cp);
 }
 
 SN_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -165,8 +183,8 @@ SN_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *sr
                                         cudaStream_t stream)
 {
     SN_PROLOGUE(CUDART, cudaMemcpy2DAsync, (dst, dpitch, src, spitch, width, height, kind, stream))
-    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync, real, NULL, dst, dpitch, src, spitch,
-                            width, height, kind, stream);
+    const sn_copy2d cp = {dst, dpitch, src, spitch, width, height, kind, stream};
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync, real, NULL, &cp);
 }
 
 SN_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
@@ -175,8 +193,8 @@ SN_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
 {
     SN_PROLOGUE(CUDART, cudaMemcpy2DAsync_ptsz,
                 (dst, dpitch, src, spitch, width, height, kind, stream))
-    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync_ptsz, real, NULL, dst, dpitch, src,
-                            spitch, width, height, kind, stream);
+    const sn_copy2d cp = {dst, dpitch, src, spitch, width, height, kind, stream};
+    return sn_memcpy2d_impl(SN_HOOK_ID_cudaMemcpy2DAsync_ptsz, real, NULL, &cp);
 }
 
 SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
@@ -186,7 +204,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
     sn_call c;
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeer, SN_OP_MEMCPY_D2D, dstDevice, NULL);
     c.flags |= SN_CALL_HOST_SYNC;
-    sn_describe_copy2d(&c, dst, count, src, count, count, 1);
+    sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
     SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count));
 }
 
@@ -196,7 +214,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
     SN_PROLOGUE(CUDART, cudaMemcpyPeerAsync, (dst, dstDevice, src, srcDevice, count, stream))
     sn_call c;
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeerAsync, SN_OP_MEMCPY_D2D, dstDevice, stream);
-    sn_describe_copy2d(&c, dst, count, src, count, count, 1);
+    sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
     SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count, stream));
 }
 

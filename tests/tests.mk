@@ -50,6 +50,7 @@ TEST_SCRIPTS += tests/test_sn_broken.sh
 # A run under libsn is the same run every time (plan and simulated times).
 TEST_SCRIPTS += tests/test_sn_repro.sh
 TEST_SCRIPTS += tests/test_sn_planning.sh
+TEST_SCRIPTS += tests/test_code_shape.sh
 TEST_SCRIPTS += tests/test_gpu_scripts.sh
 # The runner itself: side by side, verdicts, interruption.
 TEST_SCRIPTS += tests/test_run_tests.sh
