@@ -1808,8 +1808,9 @@ static int sn_acquire_collect_locked(sn_arena *ar, const sn_arena_request *rq, s
  * of its blocks not resident. The call is in progress from here: a device
  * synchronisation starting now does not cover it (it is forwarded later). */
 static uint64_t sn_acquire_pin_locked(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t now,
-                                      uint64_t *missing)
+                                      uint64_t *missing, int *arriving)
 {
+    *arriving = 0;
     sn_note_stream_locked(ar, rq->stream);
     uint64_t ws = ar->library_bytes;
     *missing = 0;
@@ -1834,6 +1835,8 @@ static uint64_t sn_acquire_pin_locked(sn_arena *ar, const sn_arena_request *rq, 
             ws += b->size;
         if (!b->resident)
             *missing += b->size;
+        else if (b->load_ev && b->load_waited != rq->stream && b->load_stamp > ar->synced_stamp)
+            *arriving = 1; /* sn_arrivals_locked collects them */
     }
     /* an algorithm search's scratch is no call's working set */
     int search = rq->nuses == 1 && !rq->all && !rq->lib_key && ((sn_block *)rq->uses[0].block)->search;
@@ -1987,11 +1990,17 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *
             continue;
         }
         uint64_t missing;
-        uint64_t ws = sn_acquire_pin_locked(ar, rq, t, now, &missing);
+        int arriving;
+        uint64_t ws = sn_acquire_pin_locked(ar, rq, t, now, &missing, &arriving);
         *need = ws;
         if (!missing) {
             /* the fast path: everything is there, some perhaps still
-             * arriving for another stream's call */
+             * arriving for another stream's call (collected only when
+             * the pass above saw one: most calls have none) */
+            if (!arriving) {
+                sn_lock_give(&ar->lock);
+                return SN_ARENA_OK;
+            }
             sn_arrivals a;
             sn_arrivals_locked(ar, t, rq->stream, 0, &a);
             sn_lock_give(&ar->lock);

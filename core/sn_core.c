@@ -1391,8 +1391,10 @@ static void sn_token_init(const sn_call *c, sn_step_token *t)
 static void sn_begin_resolve(const sn_call *c, sn_begin *b)
 {
     sn_device *d = b->d;
-    b->uses = (sn_access_uses){b->use, sizeof b->use / sizeof b->use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0,
-                               0, b->peer_use, sizeof b->peer_use / sizeof b->peer_use[0], 0, 0, 0};
+    /* (the arena's blocks only in manage mode) */
+    if (b->managing)
+        b->uses = (sn_access_uses){b->use, sizeof b->use / sizeof b->use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1,
+                                   0, 0, b->peer_use, sizeof b->peer_use / sizeof b->peer_use[0], 0, 0, 0};
     sn_access_lookup *l = &b->look;
     l->cap = (int)(sizeof b->acc / sizeof b->acc[0]);
     l->acc = b->acc;
@@ -1403,11 +1405,13 @@ static void sn_begin_resolve(const sn_call *c, sn_begin *b)
         int hit = sn_access_recall(&sn_reg, c, l);
         if (!hit) {
             l->accs = b->acc;
-            b->uses.use = b->use;
-            b->uses.n = b->uses.npeer = 0;
-            b->uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
-            b->uses.peer_dev = -1;
-            b->uses.peer_all = b->uses.more_devices = 0;
+            if (b->managing) {
+                b->uses.use = b->use;
+                b->uses.n = b->uses.npeer = 0;
+                b->uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
+                b->uses.peer_dev = -1;
+                b->uses.peer_all = b->uses.more_devices = 0;
+            }
             sn_lock_take(&sn_reg_lock);
             l->res = sn_access_resolve_locked(&sn_reg, c, b->acc, l->cap, l->uses);
             sn_access_remember(c, sn_reg.gen, l);
