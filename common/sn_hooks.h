@@ -54,7 +54,34 @@ static inline void *sn_real_get(int id)
     return __builtin_expect(p != NULL, 1) ? p : sn_resolve_late(id);
 }
 
-#define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
+/*
+ * SN_REAL(name): the real function, to be called. In the debug build
+ * (SN_DEBUG) it is a stand-in generated from hooks.def that runs the lock
+ * witness (sn_witness_cuda, common/sn_lock.h) with the hook's name and then
+ * forwards: "no CUDA call under a libsn lock" is checked at the call
+ * itself, where the lock state matters, even when the pointer was fetched
+ * earlier (fetched once and called in a loop, a lock taken or given back
+ * between the two), and no call can be missed by forgetting a hand-written
+ * witness. NULL stays NULL, so "if (!real)" behaves as in release.
+ *
+ * What is not a call must not use it: SN_REAL_PTR(name) is the real
+ * function's own address, never the stand-in (to compare addresses or ask
+ * dladdr which library holds it), and SN_REAL_EXISTS(name) says whether a
+ * library provides it.
+ */
+#define SN_REAL_PTR(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
+#define SN_REAL_EXISTS(name) (sn_real_get(SN_HOOK_ID_##name) != NULL)
+#ifdef SN_DEBUG
+/* The stand-ins, by hook id (sn_resolve.c). */
+extern void *const sn_real_witnessed[SN_HOOK_COUNT];
+static inline void *sn_real_get_witnessed(int id)
+{
+    return sn_real_get(id) ? sn_real_witnessed[id] : NULL;
+}
+#define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get_witnessed(SN_HOOK_ID_##name))
+#else
+#define SN_REAL(name) SN_REAL_PTR(name)
+#endif
 
 /* When the real function does not exist: stops the program as the dynamic
  * loader would have at that call (exit status 127); never returns. */

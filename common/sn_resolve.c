@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sn_lock.h"
 #include "common/sn_log.h"
 
 void *sn_real_slot[SN_HOOK_COUNT];
@@ -64,6 +65,25 @@ int sn_hook_find(const char *name)
             return i;
     return -1;
 }
+
+#ifdef SN_DEBUG
+/* SN_REAL's stand-ins in the debug build (sn_hooks.h): the witness, then
+ * the real function. Reached only once the real one was found. */
+#define SN_HOOK(lib, ret, name, params, args)                                  \
+    static ret sn_witnessed_##name params                                      \
+    {                                                                          \
+        sn_witness_cuda(#name);                                                \
+        return SN_REAL_PTR(name) args;                                         \
+    }
+#define SN_REAL_ONLY SN_HOOK
+#include "common/hooks.def"
+
+void *const sn_real_witnessed[SN_HOOK_COUNT] = {
+#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = (void *)sn_witnessed_##name,
+#define SN_REAL_ONLY SN_HOOK
+#include "common/hooks.def"
+};
+#endif
 
 /* ---- the real dlsym ------------------------------------------------------------- */
 

@@ -236,7 +236,8 @@ SN_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
         return SN_MISSING(CUDA, cuGetProcAddress_v2);
     CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (rc == CUDA_SUCCESS && pfn && *pfn) {
-        sn_driver_resolve((void *)real);
+        /* dladdr of the real function, not the debug build's stand-in */
+        sn_driver_resolve((void *)SN_REAL_PTR(cuGetProcAddress_v2));
         *pfn = sn_driver_substitute(*pfn);
     }
     return rc;
@@ -249,7 +250,7 @@ SN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         return SN_MISSING(CUDA, cuGetProcAddress);
     CUresult rc = real(symbol, pfn, cudaVersion, flags);
     if (rc == CUDA_SUCCESS && pfn && *pfn) {
-        sn_driver_resolve((void *)real);
+        sn_driver_resolve((void *)SN_REAL_PTR(cuGetProcAddress));
         *pfn = sn_driver_substitute(*pfn);
     }
     return rc;
