@@ -6,7 +6,7 @@
 
 $(BUILD)/tests/test_sn_predict: $(BUILD)/tests/test_sn_predict.o \
                                 $(BUILD)/allocator/sn_stage.o $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o \
-                                $(BUILD)/common/sn_lock.o
+                                $(BUILD)/common/sn_lock.o $(BUILD)/common/sn_resolve.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm -ldl -lpthread
 
 TEST_BINS += $(BUILD)/tests/test_sn_predict

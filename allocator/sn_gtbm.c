@@ -705,26 +705,6 @@ int sn_gtbm_check(const sn_gtbm_pool *p)
     return 0;
 }
 
-enum sn_gtbm_class sn_gtbm_classify(const sn_gtbm_facts *f)
-{
-    if (f->before_iteration || f->crosses_iteration || f->size < SN_GTBM_SMALL)
-        return SN_CLASS_LONG;
-    if (f->consumers > 1 || f->fork_join || f->accumulated)
-        return SN_CLASS_TEMP;
-    return SN_CLASS_MOVABLE;
-}
-
-const char *sn_gtbm_class_name(enum sn_gtbm_class c)
-{
-    switch (c) {
-    case SN_CLASS_LONG: return "long";
-    case SN_CLASS_MOVABLE: return "movable";
-    case SN_CLASS_TEMP: return "temp";
-    case SN_CLASS_COUNT: break;
-    }
-    return "?";
-}
-
 static const char *const policy_names[SN_GTBM_POLICY_COUNT] = {"gtbm", "best-fit", "first-fit"};
 
 const char *sn_gtbm_policy_name(enum sn_gtbm_policy p)

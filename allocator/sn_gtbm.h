@@ -29,13 +29,8 @@
 
 #include <stdint.h>
 
-/* Mobility classes (Dymem's groups). */
-enum sn_gtbm_class {
-    SN_CLASS_LONG,    /* incremental space: lives long or is small */
-    SN_CLASS_MOVABLE, /* main space, low end: one consumer */
-    SN_CLASS_TEMP,    /* main space, high end: held across several steps */
-    SN_CLASS_COUNT
-};
+/* the classes, SN_GTBM_SMALL and the classifier, shared with the planner */
+#include "common/sn_gtbm_class.h"
 
 enum sn_gtbm_policy {
     SN_GTBM_POLICY_GTBM,
@@ -47,11 +42,6 @@ enum sn_gtbm_policy {
 /* cudaMalloc's alignment: every size is rounded up to it, every offset is a
  * multiple of it. */
 #define SN_GTBM_ALIGN 256u
-
-/* Below this a tensor goes to the incremental space whatever else is known
- * of it: small buffers are too many to be worth moving and would otherwise
- * pepper the main space with holes. */
-#define SN_GTBM_SMALL ((uint64_t)1 << 20)
 
 /* sn_gtbm_alloc's answer when nothing fits. */
 #define SN_GTBM_NONE UINT64_MAX
@@ -123,23 +113,6 @@ uint64_t sn_gtbm_reserve_size(const sn_gtbm_pool *p);
  * blocks say). 0 when consistent; O(n log n), for tests. */
 int sn_gtbm_check(const sn_gtbm_pool *p);
 
-/* What is known of an allocation when it is made (from the profiled
- * iteration or the framework's own description); unknown counts are 0. */
-typedef struct sn_gtbm_facts {
-    uint64_t size;
-    int before_iteration;  /* made before the first iteration was seen */
-    int crosses_iteration; /* still live when the next iteration starts */
-    int consumers;         /* steps that read it */
-    int fork_join;         /* the output of a join (several inputs, one output) */
-    int accumulated;       /* a gradient several steps add into */
-} sn_gtbm_facts;
-
-/* LONG for anything made before the iteration, living across it, or smaller
- * than SN_GTBM_SMALL; TEMP for fork (several consumers) and join outputs
- * and accumulated gradients; MOVABLE otherwise. */
-enum sn_gtbm_class sn_gtbm_classify(const sn_gtbm_facts *f);
-
-const char *sn_gtbm_class_name(enum sn_gtbm_class c);
 const char *sn_gtbm_policy_name(enum sn_gtbm_policy p);
 /* Accepts the names sn_gtbm_policy_name gives ("gtbm", "best-fit",
  * "first-fit"); -1 for anything else. */

@@ -117,7 +117,6 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
     uint64_t bytes = sn_stage_round(size) > SN_STAGE_SLAB ? sn_stage_round(size) : SN_STAGE_SLAB;
     void *p = NULL;
     sn_real_cudaHostAlloc_fn halloc = SN_REAL(cudaHostAlloc);
-    sn_witness_cuda("cudaHostAlloc");
     if (!halloc || halloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess || !p) {
         sn_real_cudaGetLastError_fn get = SN_REAL(cudaGetLastError);
         if (get)
@@ -141,7 +140,6 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
     sn_lock_give(lock);
     if (!kept) {
         /* no record to keep it in: unpinned again rather than lost */
-        sn_witness_cuda("cudaFreeHost");
         sn_real_cudaFreeHost_fn fr = SN_REAL(cudaFreeHost);
         if (fr)
             fr(p);

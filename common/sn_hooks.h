@@ -1,23 +1,18 @@
 /*
- * sn_hooks.h — what hooks.def generates, and the protocol every wrapper
- * follows.
+ * sn_hooks.h — what hooks.def generates for every layer, and the real
+ * functions behind libsn's wrappers.
  *
  * For each entry of hooks.def: an id (SN_HOOK_ID_name), the type of the real
- * function (sn_real_name_fn), a slot holding its address once resolved, and
- * for intercepted entries the exported wrapper's prototype. SN_REAL(name)
- * yields the typed real function (resolving it late if it was not available
- * at initialisation; NULL if it does not exist).
+ * function (sn_real_name_fn) and a slot holding its address once resolved.
+ * SN_REAL(name) yields the typed real function (resolving it late if it was
+ * not available at initialisation; NULL if it does not exist). Resolution
+ * lives here, below every other layer, so that the allocator, the core and
+ * the unit tests that link them need nothing of the shim: the wrappers, their
+ * prototypes and the entry protocol they follow are the shim's own
+ * (shim/sn_entry.h).
  *
- * Wrapper protocol (SN_PROLOGUE in sn_wrap.h):
- *     sn_real_X_fn real = SN_REAL(X);
- *     if (!real) return SN_MISSING(LIB, X);       // never call ourselves
- *     SN_SCOPE(SN_LIB_LIB);                       // leaves on every return
- *     if (!sn_scope_.entered) return real(args);  // pass straight through
- *     ... describe the call, forward it, record the result ...
- * sn_enter() initialises libsn on first use, and refuses (pass-through) when
- * libsn is off, while it is initialising, and when the thread is already
- * inside a hooked call: work a hooked library does on the framework's behalf
- * (cuDNN allocating through the driver) is not the framework's own.
+ * The per-thread state is here too: the core reads which library the thread
+ * is inside and its current device; the shim's entry protocol writes them.
  */
 #ifndef SN_HOOKS_H
 #define SN_HOOKS_H
@@ -46,10 +41,6 @@ enum sn_hook_id {
 #define SN_REAL_ONLY(lib, ret, name, params, args) typedef ret (*sn_real_##name##_fn) params;
 #include "common/hooks.def"
 
-#define SN_EXPORT __attribute__((visibility("default")))
-#define SN_HOOK(lib, ret, name, params, args) SN_EXPORT ret name params;
-#include "common/hooks.def"
-
 /* ---- real functions ------------------------------------------------------- */
 
 extern void *sn_real_slot[SN_HOOK_COUNT];
@@ -63,7 +54,34 @@ static inline void *sn_real_get(int id)
     return __builtin_expect(p != NULL, 1) ? p : sn_resolve_late(id);
 }
 
-#define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
+/*
+ * SN_REAL(name): the real function, to be called. In the debug build
+ * (SN_DEBUG) it is a stand-in generated from hooks.def that runs the lock
+ * witness (sn_witness_cuda, common/sn_lock.h) with the hook's name and then
+ * forwards: "no CUDA call under a libsn lock" is checked at the call
+ * itself, where the lock state matters, even when the pointer was fetched
+ * earlier (fetched once and called in a loop, a lock taken or given back
+ * between the two), and no call can be missed by forgetting a hand-written
+ * witness. NULL stays NULL, so "if (!real)" behaves as in release.
+ *
+ * What is not a call must not use it: SN_REAL_PTR(name) is the real
+ * function's own address, never the stand-in (to compare addresses or ask
+ * dladdr which library holds it), and SN_REAL_EXISTS(name) says whether a
+ * library provides it.
+ */
+#define SN_REAL_PTR(name) ((sn_real_##name##_fn)sn_real_get(SN_HOOK_ID_##name))
+#define SN_REAL_EXISTS(name) (sn_real_get(SN_HOOK_ID_##name) != NULL)
+#ifdef SN_DEBUG
+/* The stand-ins, by hook id (sn_resolve.c). */
+extern void *const sn_real_witnessed[SN_HOOK_COUNT];
+static inline void *sn_real_get_witnessed(int id)
+{
+    return sn_real_get(id) ? sn_real_witnessed[id] : NULL;
+}
+#define SN_REAL(name) ((sn_real_##name##_fn)sn_real_get_witnessed(SN_HOOK_ID_##name))
+#else
+#define SN_REAL(name) SN_REAL_PTR(name)
+#endif
 
 /* When the real function does not exist: stops the program as the dynamic
  * loader would have at that call (exit status 127); never returns. */
@@ -73,10 +91,9 @@ _Noreturn cublasStatus_t sn_missing_CUBLAS(int id);
 _Noreturn CUresult sn_missing_CUDA(int id);
 #define SN_MISSING(lib, name) sn_missing_##lib(SN_HOOK_ID_##name)
 
-/* Name, library and wrapper of a hook id (wrapper NULL for SN_REAL_ONLY). */
+/* Name and library of a hook id. */
 const char *sn_hook_name(int id);
 int sn_hook_lib(int id);
-void *sn_hook_wrapper(int id);
 /* Hook id of an exact exported name, or -1. */
 int sn_hook_find(const char *name);
 /* Resolves every hook (at initialisation). Returns how many were found. */
@@ -86,13 +103,27 @@ int sn_is_own_address(const void *p);
 /* The bounds [lo, hi) of libsn's code, for loops that test many addresses. */
 void sn_own_text(uintptr_t *lo, uintptr_t *hi);
 
-/* The real dlsym/dlopen, never the interposed ones. */
+/* ---- the real dlsym -------------------------------------------------------- */
+
+/* dlsym is called by sanitizer runtimes while they initialise, before their
+ * shadow memory exists: what the interposed dlsym runs must not be
+ * instrumented. */
+#define SN_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
+
+typedef void *(*sn_dlsym_fn)(void *, const char *);
+/* The C library's dlsym, never the interposed one (the shim exports dlsym):
+ * dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"), else "GLIBC_2.2.5". NULL if
+ * neither exists. */
+SN_UNINSTRUMENTED sn_dlsym_fn sn_real_dlsym_get(void);
 void *sn_real_dlsym(void *handle, const char *name);
+
 /* How many runtime, cuDNN and cuBLAS functions dlsym answered with
- * libsn's wrappers (libraries the program opened with dlopen). */
+ * libsn's wrappers (libraries the program opened with dlopen): the shim
+ * counts, the report reads. */
+void sn_dlsym_wrapped_note(void);
 unsigned long sn_dlsym_wrapped_count(void);
 
-/* ---- per-thread state and the entry protocol ------------------------------ */
+/* ---- per-thread state ------------------------------------------------------ */
 
 typedef struct sn_thread_state {
     int depth;     /* 1 while inside a hooked call being handled by libsn */
@@ -103,60 +134,8 @@ typedef struct sn_thread_state {
 
 extern __thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
 
-enum sn_init_state { SN_UNINIT = 0, SN_INITIALISING = 1, SN_READY = 2 };
-extern int sn_init_state;
-/* Nonzero once initialised with a mode other than off; cleared in a
- * forked child. */
-extern int sn_active;
 /* Nonzero in a child forked from a process that had loaded libsn. */
 extern int sn_forked_child;
-
-/* Slow path of sn_enter: initialises libsn (once, thread-safely). Returns 1
- * when libsn is ready, 0 when the caller must pass through. */
-int sn_init_slow(void);
-
-static inline int sn_ready(void)
-{
-    if (__builtin_expect(__atomic_load_n(&sn_init_state, __ATOMIC_ACQUIRE) == SN_READY, 1))
-        return 1;
-    return sn_init_slow();
-}
-
-static inline int sn_enter(int lib)
-{
-    sn_thread_state *t = &sn_thread;
-    if (t->depth)
-        return 0;
-    if (!sn_ready() || !sn_active)
-        return 0;
-    t->depth = 1;
-    t->lib = lib;
-    return 1;
-}
-
-static inline void sn_leave(void)
-{
-    sn_thread.depth = 0;
-}
-
-/* A wrapper's stay inside libsn, left on every return path by the cleanup
- * attribute (compiler-rt's ScopedInterceptor): no path can forget to leave,
- * and none can leave twice. SN_SCOPE(lib) enters as sn_enter does;
- * SN_SCOPE_LATER() declares a scope that enters only if the wrapper sets
- * sn_scope_.entered itself (the driver's allocation wrappers decide whose
- * allocation it is first). */
-typedef struct sn_scope {
-    int entered;
-} sn_scope;
-
-static inline void sn_scope_exit(sn_scope *s)
-{
-    if (s->entered)
-        sn_leave();
-}
-
-#define SN_SCOPE(lib) sn_scope sn_scope_ __attribute__((cleanup(sn_scope_exit))) = {sn_enter(lib)}
-#define SN_SCOPE_LATER() sn_scope sn_scope_ __attribute__((cleanup(sn_scope_exit))) = {0}
 
 /* Current device of the calling thread. */
 static inline int sn_current_device(void)

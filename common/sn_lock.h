@@ -10,9 +10,9 @@
  *     one call.
  *
  * The debug build (SN_DEBUG) checks both on every acquisition and at every
- * CUDA call libsn makes for itself (sn_witness_cuda), and aborts with the
- * rule broken — jemalloc's "witness" idea. Release builds only take the
- * mutexes.
+ * CUDA call libsn makes (sn_witness_cuda, run by every function SN_REAL
+ * gives in that build: common/sn_hooks.h), and aborts with the rule broken
+ * — jemalloc's "witness" idea. Release builds only take the mutexes.
  */
 #ifndef SN_LOCK_H
 #define SN_LOCK_H

@@ -7,6 +7,11 @@
  * without loading it. A lookup that lands inside libsn itself is refused:
  * calling it would recurse. Entries missing at initialisation are retried
  * when first called, so libraries loaded later are still found.
+ *
+ * The C library's own dlsym is found here too (the shim exports an
+ * interposing dlsym, which every lookup of libsn's must bypass), as are the
+ * per-thread state and the counters the shim keeps for the report: the
+ * layers above read them without linking the shim.
  */
 #include "common/sn_hooks.h"
 
@@ -16,19 +21,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/sn_lock.h"
 #include "common/sn_log.h"
 
 void *sn_real_slot[SN_HOOK_COUNT];
 
+__thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
+int sn_forked_child;
+
+/* (the wrappers are the shim's: it keeps its own table of them) */
 typedef struct sn_hook_info {
     const char *name;
     int lib;
-    void *wrapper;
 } sn_hook_info;
 
 static const sn_hook_info sn_hook_table[SN_HOOK_COUNT] = {
-#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, (void *)name},
-#define SN_REAL_ONLY(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib, NULL},
+#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib},
+#define SN_REAL_ONLY(lib, ret, name, params, args) [SN_HOOK_ID_##name] = {#name, SN_LIB_##lib},
 #include "common/hooks.def"
 };
 
@@ -49,11 +58,6 @@ int sn_hook_lib(int id)
     return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_table[id].lib : SN_LIB_NONE;
 }
 
-void *sn_hook_wrapper(int id)
-{
-    return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_table[id].wrapper : NULL;
-}
-
 int sn_hook_find(const char *name)
 {
     for (int i = 0; i < SN_HOOK_COUNT; i++)
@@ -61,6 +65,61 @@ int sn_hook_find(const char *name)
             return i;
     return -1;
 }
+
+#ifdef SN_DEBUG
+/* SN_REAL's stand-ins in the debug build (sn_hooks.h): the witness, then
+ * the real function. Reached only once the real one was found. */
+#define SN_HOOK(lib, ret, name, params, args)                                  \
+    static ret sn_witnessed_##name params                                      \
+    {                                                                          \
+        sn_witness_cuda(#name);                                                \
+        return SN_REAL_PTR(name) args;                                         \
+    }
+#define SN_REAL_ONLY SN_HOOK
+#include "common/hooks.def"
+
+void *const sn_real_witnessed[SN_HOOK_COUNT] = {
+#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = (void *)sn_witnessed_##name,
+#define SN_REAL_ONLY SN_HOOK
+#include "common/hooks.def"
+};
+#endif
+
+/* ---- the real dlsym ------------------------------------------------------------- */
+
+static sn_dlsym_fn sn_dlsym_real;
+
+SN_UNINSTRUMENTED sn_dlsym_fn sn_real_dlsym_get(void)
+{
+    sn_dlsym_fn f = __atomic_load_n(&sn_dlsym_real, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
+    f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f)
+        f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&sn_dlsym_real, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+void *sn_real_dlsym(void *handle, const char *name)
+{
+    sn_dlsym_fn f = sn_real_dlsym_get();
+    return f ? f(handle, name) : NULL;
+}
+
+static unsigned long sn_dlsym_wrapped;
+
+void sn_dlsym_wrapped_note(void)
+{
+    __atomic_add_fetch(&sn_dlsym_wrapped, 1, __ATOMIC_RELAXED);
+}
+
+unsigned long sn_dlsym_wrapped_count(void)
+{
+    return __atomic_load_n(&sn_dlsym_wrapped, __ATOMIC_RELAXED);
+}
+
+/* ---- libsn's own code ------------------------------------------------------------ */
 
 /* libsn's own code: the loaded segment that holds this function. Found
  * once; wrappers, trampolines and every libsn frame lie inside it. */

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "core/sn_core.h"
-#include "common/sn_lock.h"
 
 #define SN_SEARCH_MAX 16
 
@@ -40,7 +39,7 @@ static uint64_t sn_align(uint64_t v)
     {                                                                                                      \
         int max = 0, got = 0;                                                                              \
         perf_t perf[SN_SEARCH_MAX];                                                                        \
-        if (!SN_REAL(maxcount) || !SN_REAL(heuristic) || !SN_REAL(find) ||                                 \
+        if (!SN_REAL_EXISTS(maxcount) || !SN_REAL_EXISTS(heuristic) || !SN_REAL_EXISTS(find) ||             \
             SN_REAL(maxcount)(g->handle, &max) != CUDNN_STATUS_SUCCESS || max <= 0)                       \
             return 0;                                                                                      \
         if (max > SN_SEARCH_MAX)                                                                           \
@@ -67,10 +66,8 @@ static uint64_t sn_align(uint64_t v)
         }                                                                                                  \
         void *px = (void *)at, *pw = (void *)(at + ops[0]), *py = (void *)(at + ops[0] + ops[1]);          \
         void *pws = ws ? (void *)(at + base) : NULL;                                                       \
-        sn_witness_cuda("cudaMemsetAsync");                                                                \
         if (SN_REAL(cudaMemsetAsync)(px, 0, base, (cudaStream_t)c->stream) != cudaSuccess)                 \
             SN_REAL(cudaGetLastError)();                                                                   \
-        sn_witness_cuda(#find);                                                                            \
         const sn_search_bufs bufs = {px, pw, py, pws, ws, max};                                            \
         cudnnStatus_t st = sn_find_##fn(g, &bufs, &got, perf);                                             \
         sn_core_search_end(c->dev, c->stream, &t);                                                         \

@@ -24,7 +24,7 @@ POLICY_OBJS += $(SN_POLICY_SRCS:%=$(BUILD)/policy/%.o)
 # slower (the Makefile's NO_TSAN_SRCS).
 NO_TSAN_SRCS += $(wildcard policy/*.c)
 
-$(BUILD)/tests/test_sn_policies: $(BUILD)/tests/test_sn_policies.o $(POLICY_OBJS)
+$(BUILD)/tests/test_sn_policies: $(BUILD)/tests/test_sn_policies.o $(POLICY_OBJS) $(BUILD)/common/sn_gtbm_class.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm
 
 TEST_BINS += $(BUILD)/tests/test_sn_policies

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocator/sn_gtbm.h" /* enum sn_gtbm_class, SN_GTBM_SMALL */
 #include "common/sn_array.h"
+#include "common/sn_gtbm_class.h"
 
 /* ---- actions -------------------------------------------------------------------- */
 
@@ -78,33 +78,34 @@ static int fwd_reader_layers(const sn_pol *P, int t)
     return n;
 }
 
-/* Dymem's grouping by mobility, the default placement for every policy:
- * weights and small buffers live long (LONG); a tensor held across several
- * consumers or added into several times is TEMP; a feature map with one
- * consumer and workspaces are MOVABLE. Other memory that lives throughout
- * (optimizer state) is LONG too. */
+/* Dymem's grouping by mobility, the default placement for every policy,
+ * through the one classifier the allocator uses too (sn_gtbm_classify):
+ * weights, pinned memory, memory that lives throughout (optimizer state:
+ * unbounded tensors of no other role) and small buffers are LONG; a
+ * workspace is MOVABLE; a tensor read by several layers in the forward
+ * pass, or a gradient written several times (added into), is TEMP; other
+ * feature maps and gradients are MOVABLE. Only gradients count their
+ * writes: a feature map written twice (an in-place layer) is still one
+ * consumer's. */
 static int classify(const sn_pol *P, int t)
 {
     const sn_plan_tensor *x = &P->m->tensor[t];
-    if (x->pinned || x->role == SN_PLAN_WEIGHT || x->bytes < SN_GTBM_SMALL)
-        return SN_CLASS_LONG;
-    if (x->role == SN_PLAN_WORKSPACE)
-        return SN_CLASS_MOVABLE;
-    int writes = 0;
-    for (int i = 0; i < x->naccess; i++)
-        writes += (x->access[i].mode & SN_PLAN_W) != 0;
-    int readers = fwd_reader_layers(P, t);
-    switch (x->role) {
-    case SN_PLAN_FEATURE:
-        return readers >= 2 ? SN_CLASS_TEMP : SN_CLASS_MOVABLE;
-    case SN_PLAN_GRADIENT:
-    case SN_PLAN_WEIGHT_GRAD:
-        return (writes >= 2 || readers >= 2) ? SN_CLASS_TEMP : SN_CLASS_MOVABLE;
-    default:
-        if (!x->bounded)
-            return SN_CLASS_LONG;
-        return readers >= 2 ? SN_CLASS_TEMP : SN_CLASS_MOVABLE;
+    sn_gtbm_facts f = {.size = x->bytes};
+    int grad = x->role == SN_PLAN_GRADIENT || x->role == SN_PLAN_WEIGHT_GRAD;
+    f.crosses_iteration = x->pinned || x->role == SN_PLAN_WEIGHT ||
+                          (!x->bounded && x->role != SN_PLAN_FEATURE && !grad && x->role != SN_PLAN_WORKSPACE);
+    f.scratch = x->role == SN_PLAN_WORKSPACE;
+    /* counting is what the classifier would ignore for these: skip it */
+    if (f.crosses_iteration || f.scratch || f.size < SN_GTBM_SMALL)
+        return sn_gtbm_classify(&f);
+    f.consumers = fwd_reader_layers(P, t);
+    if (grad) {
+        int writes = 0;
+        for (int i = 0; i < x->naccess; i++)
+            writes += (x->access[i].mode & SN_PLAN_W) != 0;
+        f.accumulated = writes >= 2;
     }
+    return sn_gtbm_classify(&f);
 }
 
 /* Bounded tensors listed by the step that creates (born) or frees them. */

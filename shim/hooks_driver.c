@@ -15,14 +15,16 @@
  * return address. dlsym below is therefore a tail-jumping trampoline: it asks
  * sn_dlsym_route which function should answer, then jumps there with the
  * original arguments and return address, so the real dlsym still sees the
- * original caller. Only names of functions libsn wraps are redirected.
+ * original caller. Only names of functions libsn wraps are redirected. The
+ * C library's own dlsym, which every lookup of libsn's uses, is found below
+ * the shim (common/sn_resolve.c).
  *
  * Accounting: an allocation made while the thread is inside a runtime hook is
  * the runtime's own (already recorded by the runtime wrapper); inside a cuDNN
  * or cuBLAS hook it is that library's workspace; outside any hook it is the
  * framework's, made through the driver API or a statically linked runtime.
  */
-#include "common/sn_hooks.h"
+#include "shim/sn_entry.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -31,31 +33,18 @@
 #include "shim/sn_wrap.h"
 #include "common/sn_log.h"
 
-/* ---- the real dlsym ------------------------------------------------------------- */
+/* ---- the wrappers ----------------------------------------------------------------- */
 
-/* dlsym is called by sanitizer runtimes while they initialise, before their
- * shadow memory exists: the routing path must not be instrumented. */
-#define SN_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
+/* The wrapper of each hook id (NULL for SN_REAL_ONLY): what dlsym and
+ * cuGetProcAddress hand back instead of the real function. */
+static void *const sn_hook_wrappers[SN_HOOK_COUNT] = {
+#define SN_HOOK(lib, ret, name, params, args) [SN_HOOK_ID_##name] = (void *)name,
+#include "common/hooks.def"
+};
 
-typedef void *(*sn_dlsym_fn)(void *, const char *);
-static sn_dlsym_fn sn_dlsym_real;
-
-SN_UNINSTRUMENTED static sn_dlsym_fn sn_get_real_dlsym(void)
+static void *sn_hook_wrapper(int id)
 {
-    sn_dlsym_fn f = __atomic_load_n(&sn_dlsym_real, __ATOMIC_ACQUIRE);
-    if (f)
-        return f;
-    f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f)
-        f = (sn_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n(&sn_dlsym_real, f, __ATOMIC_RELEASE);
-    return f;
-}
-
-void *sn_real_dlsym(void *handle, const char *name)
-{
-    sn_dlsym_fn f = sn_get_real_dlsym();
-    return f ? f(handle, name) : NULL;
+    return id >= 0 && id < SN_HOOK_COUNT ? sn_hook_wrappers[id] : NULL;
 }
 
 /* ---- redirection ------------------------------------------------------------------ */
@@ -83,15 +72,6 @@ static int sn_wrapped_hook_id(const char *name)
 
 /* The driver's handle, as the program or runtime opened it. */
 static void *sn_libcuda_handle;
-
-/* Wrappers handed out by dlsym for the runtime, cuDNN and cuBLAS (programs
- * that dlopen those libraries: Python ctypes, plugin loaders). */
-static unsigned long sn_dlsym_wrapped;
-
-unsigned long sn_dlsym_wrapped_count(void)
-{
-    return __atomic_load_n(&sn_dlsym_wrapped, __ATOMIC_RELAXED);
-}
 
 /* Whether a and b lie in files of the same name (two copies of one
  * library), as opposed to two libraries that export the same function. */
@@ -137,7 +117,9 @@ __attribute__((visibility("hidden"))) void *sn_dlsym_hooked(void *handle, const 
         if (handle != RTLD_NEXT && handle != RTLD_DEFAULT)
             __atomic_store_n(&sn_libcuda_handle, handle, __ATOMIC_RELEASE);
     } else {
-        __atomic_add_fetch(&sn_dlsym_wrapped, 1, __ATOMIC_RELAXED);
+        /* for the report: programs that dlopen the runtime, cuDNN or
+         * cuBLAS (Python ctypes, plugin loaders) */
+        sn_dlsym_wrapped_note();
     }
     sn_debug("dlsym(%s): answering with libsn's wrapper", name);
     return sn_hook_wrapper(id);
@@ -163,14 +145,14 @@ __attribute__((visibility("hidden"))) void *sn_dlsym_default(void *handle, const
 SN_UNINSTRUMENTED __attribute__((visibility("hidden"), used)) void *sn_dlsym_route(void *handle, const char *name)
 {
     if (!sn_maybe_hooked_name(name))
-        return (void *)sn_get_real_dlsym();
+        return (void *)sn_real_dlsym_get();
     if (sn_wrapped_hook_id(name) >= 0) {
         if (handle == RTLD_DEFAULT)
             return (void *)sn_dlsym_default;
         if (handle != RTLD_NEXT || sn_is_driver_name(name))
             return (void *)sn_dlsym_hooked;
     }
-    return (void *)sn_get_real_dlsym();
+    return (void *)sn_real_dlsym_get();
 }
 
 #if defined(__x86_64__)
@@ -254,7 +236,8 @@ SN_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
         return SN_MISSING(CUDA, cuGetProcAddress_v2);
     CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (rc == CUDA_SUCCESS && pfn && *pfn) {
-        sn_driver_resolve((void *)real);
+        /* dladdr of the real function, not the debug build's stand-in */
+        sn_driver_resolve((void *)SN_REAL_PTR(cuGetProcAddress_v2));
         *pfn = sn_driver_substitute(*pfn);
     }
     return rc;
@@ -267,7 +250,7 @@ SN_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
         return SN_MISSING(CUDA, cuGetProcAddress);
     CUresult rc = real(symbol, pfn, cudaVersion, flags);
     if (rc == CUDA_SUCCESS && pfn && *pfn) {
-        sn_driver_resolve((void *)real);
+        sn_driver_resolve((void *)SN_REAL_PTR(cuGetProcAddress));
         *pfn = sn_driver_substitute(*pfn);
     }
     return rc;

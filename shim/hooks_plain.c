@@ -5,7 +5,7 @@
  * on its own. The wrapper marks the thread as inside that library, so the
  * driver hooks account such allocations to the library, and forwards.
  */
-#include "common/sn_hooks.h"
+#include "shim/sn_entry.h"
 
 #define SN_HOOK(lib, ret, name, params, args)
 #define SN_HOOK_PLAIN(lib, ret, name, params, args)                            \

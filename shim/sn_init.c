@@ -15,7 +15,7 @@
  * writes no report (the parent's is the run's) and it touches none of the
  * parent's CUDA state (events, streams) that libsn holds.
  */
-#include "common/sn_hooks.h"
+#include "shim/sn_entry.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -24,10 +24,10 @@
 #include "common/sn_log.h"
 #include "common/sn_options.h"
 
-__thread sn_thread_state sn_thread __attribute__((tls_model("initial-exec")));
+/* (the per-thread state and sn_forked_child are common/'s: the core reads
+ * them too) */
 int sn_init_state;
 int sn_active;
-int sn_forked_child;
 
 int sn_init_slow(void)
 {

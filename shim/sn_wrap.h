@@ -14,7 +14,7 @@
 #define SN_WRAP_H
 
 #include "core/sn_core.h"
-#include "common/sn_hooks.h"
+#include "shim/sn_entry.h"
 
 #define SN_PROLOGUE(lib, name, args)                                           \
     sn_real_##name##_fn real = SN_REAL(name);                                  \

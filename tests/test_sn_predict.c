@@ -13,15 +13,6 @@
 #include "allocator/sn_predict.h"
 #include "allocator/sn_stage.h"
 
-/* Real functions the stage would call for a new slab; never reached here. */
-void *sn_resolve_late(int id);
-void *sn_real_slot[1024];
-void *sn_resolve_late(int id)
-{
-    (void)id;
-    return NULL;
-}
-
 /* A use as the arena reports it: whole overwrite, or a read of all of it
  * (checked against the contents before the call). */
 static int use_whole(sn_predict *p, int64_t pos)

@@ -63,3 +63,10 @@ TEST_SCRIPTS += tests/test_bench_scripts.sh
 TEST_SLOW := tests/test_sn_manage.sh tests/test_sn_every_policy.sh tests/test_sim_calibration.sh \
              tests/test_sn_reliability.sh tests/test_trainer.sh tests/test_sn_trainer.sh tests/test_sn_fullsize.sh \
              tests/test_sn_stress.sh tests/test_darknet.sh tests/test_sn_workspace.sh
+
+# Real-function resolution with nothing above common/ linked.
+$(BUILD)/tests/test_sn_resolve: $(BUILD)/tests/test_sn_resolve.o $(BUILD)/common/sn_resolve.o \
+                                $(BUILD)/common/sn_lock.o $(BUILD)/common/sn_log.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ldl -lpthread
+
+TEST_BINS += $(BUILD)/tests/test_sn_resolve
