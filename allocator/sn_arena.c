@@ -250,7 +250,6 @@ static cudaEvent_t sn_evpool_get(sn_arena *ar, sn_evpool *pool)
     sn_lock_give(&ar->lock);
     if (e)
         return e;
-    sn_witness_cuda("cudaEventCreateWithFlags");
     cudaError_t rc = SN_REAL(cudaEventCreateWithFlags)(&e, pool->flags);
     sn_arena_quiet(rc);
     return rc == cudaSuccess ? e : NULL;
@@ -291,11 +290,9 @@ static double sn_elapsed_ms(cudaEvent_t a, cudaEvent_t b, int wait)
     if (!a || !b)
         return -1;
     if (wait) {
-        sn_witness_cuda("cudaEventSynchronize");
         sn_arena_quiet(SN_REAL(cudaEventSynchronize)(b));
     }
     float ms = 0;
-    sn_witness_cuda("cudaEventElapsedTime");
     cudaError_t rc = SN_REAL(cudaEventElapsedTime)(&ms, a, b);
     sn_arena_quiet(rc);
     return rc == cudaSuccess ? ms : -1;
@@ -347,7 +344,6 @@ static CUresult sn_reserve_down(const sn_arena *ar, uint64_t bytes, uint64_t lea
 {
     CUresult rc;
     for (;;) {
-        sn_witness_cuda("cuMemAddressReserve");
         rc = SN_REAL(cuMemAddressReserve)(p, bytes, ar->gran, 0, 0);
         if (rc == CUDA_SUCCESS || bytes <= least)
             break;
@@ -418,7 +414,6 @@ static uint64_t sn_budget_of(int dev, uint64_t fr, uint64_t total)
 static sn_arena *sn_arena_create_pool(int dev)
 {
     size_t fr = 0, total = 0;
-    sn_witness_cuda("cudaMemGetInfo");
     cudaError_t rc = SN_REAL(cudaMemGetInfo)(&fr, &total);
     sn_arena_quiet(rc);
     if (rc != cudaSuccess)
@@ -435,7 +430,6 @@ static sn_arena *sn_arena_create_pool(int dev)
     uint64_t budget = sn_budget_of(dev, fr > (64u << 20) ? fr - (32u << 20) : fr / 2, total);
     budget = budget / (2u << 20) * (2u << 20);
     void *base = NULL;
-    sn_witness_cuda("cudaMalloc");
     rc = budget ? SN_REAL(cudaMalloc)(&base, budget) : cudaErrorMemoryAllocation;
     sn_arena_quiet(rc);
     if (rc != cudaSuccess || sn_gtbm_init(&ar->gtbm, budget, SN_GTBM_POLICY_GTBM) != 0) {
@@ -471,7 +465,6 @@ static sn_arena *sn_arena_create(int dev)
                 "driver lacks; observing only", dev);
         return NULL;
     }
-    sn_witness_cuda("cuDeviceGetAttribute");
     if (SN_REAL(cuInit))
         SN_REAL(cuInit)(0);
     int vmm = 0;
@@ -502,7 +495,6 @@ static sn_arena *sn_arena_create(int dev)
     }
     ar->gran = g;
     size_t fr = 0, total = 0;
-    sn_witness_cuda("cudaMemGetInfo");
     cudaError_t rc = info(&fr, &total);
     sn_arena_quiet(rc);
     if (rc != cudaSuccess) {
@@ -520,7 +512,6 @@ static sn_arena *sn_arena_create(int dev)
         free(ar);
         return NULL;
     }
-    sn_witness_cuda("cudaStreamCreateWithFlags");
     rc = SN_REAL(cudaStreamCreateWithFlags)(&ar->copy_stream, cudaStreamNonBlocking);
     if (rc == cudaSuccess) {
         rc = SN_REAL(cudaStreamCreateWithFlags)(&ar->copy_in_stream, cudaStreamNonBlocking);
@@ -1092,7 +1083,6 @@ static void sn_unpin_all(void *const *blocks, size_t n)
 static void sn_release_handles(const CUmemGenericAllocationHandle *h, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        sn_witness_cuda("cuMemRelease");
         SN_REAL(cuMemRelease)(h[i]);
     }
 }
@@ -1102,7 +1092,6 @@ static void sn_backing_unmap(const sn_backing *bk, uintptr_t va, int n)
 {
     uint64_t off = 0;
     for (int k = 0; k < n; k++) {
-        sn_witness_cuda("cuMemUnmap");
         SN_REAL(cuMemUnmap)((CUdeviceptr)(va + off), bk->pc[k].size);
         off += bk->pc[k].size;
     }
@@ -1115,7 +1104,6 @@ static void sn_backing_release(sn_backing *bk, uintptr_t va, int mapped)
 {
     sn_backing_unmap(bk, va, mapped);
     for (int k = 0; k < bk->n; k++) {
-        sn_witness_cuda("cuMemRelease");
         SN_REAL(cuMemRelease)(bk->pc[k].h);
     }
     bk->n = 0;
@@ -1127,7 +1115,6 @@ static int sn_backing_map(sn_arena *ar, uintptr_t va, sn_backing *bk)
 {
     uint64_t off = 0;
     for (int k = 0; k < bk->n; k++) {
-        sn_witness_cuda("cuMemMap");
         if (SN_REAL(cuMemMap)((CUdeviceptr)(va + off), bk->pc[k].size, 0, bk->pc[k].h, 0) != CUDA_SUCCESS) {
             sn_backing_release(bk, va, k);
             return -1;
@@ -1151,7 +1138,6 @@ static int sn_backing_map(sn_arena *ar, uintptr_t va, sn_backing *bk)
 static void sn_leave_after_load(sn_arena *ar, sn_block *b)
 {
     if (b->load_ev) {
-        sn_witness_cuda("cudaStreamWaitEvent");
         sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, b->load_ev, 0));
     }
 }
@@ -1189,12 +1175,10 @@ static void sn_victims_fence(sn_run *r)
     if (sn_opt.debug_break == SN_BREAK_EARLY_SWAP_OUT && r->copies)
         p->fence = 0;
     if (p->fence && p->overflow) {
-        sn_witness_cuda("cudaDeviceSynchronize");
         sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
     } else if (p->fence) {
         for (int i = 0; i < p->nstreams; i++) {
             cudaEvent_t e = sn_arena_event(ar);
-            sn_witness_cuda("cudaEventRecord");
             if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)p->streams[i]) != cudaSuccess ||
                 SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
                 sn_arena_quiet(cudaErrorUnknown);
@@ -1252,7 +1236,6 @@ static void sn_victims_copy_out(sn_run *r)
             m->copy = 0;
             continue;
         }
-        sn_witness_cuda("cudaMemcpyAsync");
         sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(m->b->host, (void *)m->b->va, m->b->size,
                                                 cudaMemcpyDeviceToHost, ar->copy_stream));
     }
@@ -1271,14 +1254,12 @@ static void sn_victims_wait_unmap(sn_run *r)
     sn_arena *ar = r->ar;
     sn_moves *p = r->p;
     if (r->must_wait) {
-        sn_witness_cuda("cudaStreamSynchronize");
         sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
     } else {
         /* only the planned victims' own copies (or drops) */
         for (size_t i = 0; i < p->nvictims; i++)
             if (p->victims[i].left && p->victims[i].b->leave_ev) {
                 r->own_waits++;
-                sn_witness_cuda("cudaEventSynchronize");
                 if (SN_REAL(cudaEventSynchronize)(p->victims[i].b->leave_ev) != cudaSuccess) {
                     sn_arena_quiet(cudaErrorUnknown);
                     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
@@ -1352,7 +1333,6 @@ static void sn_victims_release(const sn_moves *p)
         const sn_move *m = &p->victims[i];
         for (int k = 0; k < m->bk.n; k++)
             if (!(m->given & (1u << k))) {
-                sn_witness_cuda("cuMemRelease");
                 SN_REAL(cuMemRelease)(m->bk.pc[k].h);
             }
     }
@@ -1383,7 +1363,6 @@ static void sn_loads_map(sn_run *r)
             /* what no handle at hand covers */
             CUmemGenericAllocationHandle h = 0;
             uint64_t lack = b->size - m->have;
-            sn_witness_cuda("cuMemCreate");
             CUresult crc = SN_REAL(cuMemCreate)(&h, lack, &ar->prop, 0);
             if (crc != CUDA_SUCCESS) {
                 sn_debug("device %d: cuMemCreate(%llu) failed (%d); %llu bytes held", ar->dev,
@@ -1416,7 +1395,6 @@ static void sn_loads_copy_in(sn_run *r)
         sn_move *m = &p->loads[i];
         sn_block *b = m->b;
         if (m->copy && m->bk.n) {
-            sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
                                                     ar->copy_in_stream));
             m->ev = sn_arena_event(ar);
@@ -1753,11 +1731,9 @@ static void sn_arrivals_locked(sn_arena *ar, const sn_arena_ticket *t, void *str
 static void sn_arrivals_wait(sn_arena *ar, void *stream, const sn_arrivals *a)
 {
     for (int i = 0; i < a->n; i++) {
-        sn_witness_cuda("cudaStreamWaitEvent");
         sn_arena_quiet(SN_REAL(cudaStreamWaitEvent)((cudaStream_t)stream, a->ev[i], 0));
     }
     if (a->sync) {
-        sn_witness_cuda("cudaStreamSynchronize");
         sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
     }
 }
@@ -2215,7 +2191,6 @@ void sn_arena_free(sn_arena_alloc *a)
     sn_block *b = a->b;
     sn_arena *ar = a->ar;
     if (ar->pool) {
-        sn_witness_cuda("cudaDeviceSynchronize");
         sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
         sn_lock_take(&ar->lock);
         ar->allocated -= a->size;
@@ -2227,7 +2202,6 @@ void sn_arena_free(sn_arena_alloc *a)
     }
     /* cudaFree waits for the device: the program may rely on it */
     uint64_t covered = sn_arena_sync_begin(ar);
-    sn_witness_cuda("cudaDeviceSynchronize");
     sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
     sn_lock_take(&ar->lock);
     sn_synced_locked(ar, covered);
@@ -2297,7 +2271,6 @@ static void sn_scratch_free(sn_arena *ar, void *stream, sn_block *b)
 {
     if (!b)
         return;
-    sn_witness_cuda("cudaStreamSynchronize");
     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)stream));
     sn_lock_take(&ar->lock);
     while (b->busy || sn_pins(b)) {
@@ -2422,7 +2395,6 @@ void sn_arena_scratch_fit(sn_arena *ar, void *stream, uint64_t bytes)
         /* nothing on the stream may still run in it; then it is unmapped
          * now, at the sync step, rather than evicted later at a step
          * whose unmapping would wait for the device again */
-        sn_witness_cuda("cudaStreamSynchronize");
         sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)stream));
         sn_lock_take(&ar->lock);
         int mapped = have->resident && !have->busy && !sn_pins(have);
@@ -2547,7 +2519,6 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
      * framework's streams: the blocks' last uses among it */
     for (int i = 0; i < nstreams; i++) {
         cudaEvent_t e = sn_arena_event(ar);
-        sn_witness_cuda("cudaEventRecord");
         if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)streams[i]) != cudaSuccess ||
             SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
             sn_arena_quiet(cudaErrorUnknown);
@@ -2575,7 +2546,6 @@ size_t sn_arena_offload(sn_arena *ar, void *const *blocks, const int *drop, size
         }
         sn_leave_after_load(ar, b);
         if (copy[i] > 0) {
-            sn_witness_cuda("cudaMemcpyAsync");
             sn_arena_quiet(SN_REAL(cudaMemcpyAsync)(b->host, (void *)b->va, b->size, cudaMemcpyDeviceToHost,
                                                     ar->copy_stream));
         }
@@ -2664,7 +2634,6 @@ void sn_arena_reap(sn_arena *ar, int wait)
     for (size_t i = 0; i < n; i++) {
         cudaError_t rc = cudaSuccess;
         if (ev[i]) {
-            sn_witness_cuda("cudaEventQuery");
             rc = wait ? SN_REAL(cudaEventSynchronize)(ev[i]) : SN_REAL(cudaEventQuery)(ev[i]);
         }
         done[i] = rc == cudaSuccess;
@@ -2798,7 +2767,6 @@ void sn_arena_wait_copies(sn_arena *ar)
 {
     if (!ar || ar->pool)
         return;
-    sn_witness_cuda("cudaStreamSynchronize");
     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
     sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_in_stream));
 }

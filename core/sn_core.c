@@ -177,7 +177,6 @@ static void sn_quiet(cudaError_t rc)
 {
     if (rc != cudaSuccess) {
         sn_real_cudaGetLastError_fn get = SN_REAL(cudaGetLastError);
-        sn_witness_cuda("cudaGetLastError");
         if (get)
             get();
     }
@@ -208,7 +207,6 @@ static cudaEvent_t sn_event_get(sn_device *d)
     sn_real_cudaEventCreateWithFlags_fn create = SN_REAL(cudaEventCreateWithFlags);
     if (!create)
         return NULL;
-    sn_witness_cuda("cudaEventCreateWithFlags");
     cudaError_t rc = create(&e, cudaEventDefault);
     sn_quiet(rc);
     return rc == cudaSuccess ? e : NULL;
@@ -222,7 +220,6 @@ static cudaStream_t sn_own_stream_create(void)
     cudaStream_t s = NULL;
     if (!create)
         return NULL;
-    sn_witness_cuda("cudaStreamCreateWithFlags");
     cudaError_t rc = create(&s, cudaStreamNonBlocking);
     sn_quiet(rc);
     return rc == cudaSuccess ? s : NULL;
@@ -233,7 +230,6 @@ static int sn_record(cudaEvent_t e, void *stream)
     sn_real_cudaEventRecord_fn rec = SN_REAL(cudaEventRecord);
     if (!rec || !e)
         return -1;
-    sn_witness_cuda("cudaEventRecord");
     cudaError_t rc = rec(e, (cudaStream_t)stream);
     sn_quiet(rc);
     return rc == cudaSuccess ? 0 : -1;
@@ -244,7 +240,6 @@ static int sn_elapsed(cudaEvent_t a, cudaEvent_t b, float *ms)
     sn_real_cudaEventElapsedTime_fn el = SN_REAL(cudaEventElapsedTime);
     if (!el)
         return -1;
-    sn_witness_cuda("cudaEventElapsedTime");
     cudaError_t rc = el(ms, a, b);
     sn_quiet(rc);
     return rc == cudaSuccess ? 0 : -1;
@@ -663,7 +658,6 @@ static sn_kernel_layout *sn_kernel_probe(const void *func)
 {
     sn_real_cudaFuncGetParamInfo_fn info = SN_REAL(cudaFuncGetParamInfo);
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
-    sn_witness_cuda("cudaFuncGetParamInfo");
     if (!peek || peek() != cudaSuccess)
         return NULL;
     sn_kernel_layout *k = calloc(1, sizeof *k);
@@ -914,7 +908,6 @@ static int sn_stream_capturing(void *stream)
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
     if (!query)
         return 0;
-    sn_witness_cuda("cudaStreamIsCapturing");
     if (!peek || peek() != cudaSuccess)
         return 1;
     enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -937,7 +930,6 @@ static void sn_core_runtime_nomem(void)
 {
     sn_real_cudaMalloc_fn m = SN_REAL(cudaMalloc);
     void *p = NULL;
-    sn_witness_cuda("cudaMalloc");
     if (m)
         m(&p, ~(size_t)0 >> 2);
 }
@@ -965,7 +957,6 @@ static int sn_core_make_peer_resident(sn_call *c, sn_step_token *t, const sn_acc
                      "resident", c->dev);
     int lib = sn_own_work_begin();
     int cur = sn_current_device();
-    sn_witness_cuda("cudaSetDevice");
     int switched = cur != u->peer_dev && SN_REAL(cudaSetDevice)(u->peer_dev) == cudaSuccess;
     sn_arena_request rq = {.uses = u->peer, .nuses = u->peer_all ? 0 : u->npeer, .all = u->peer_all, .pos = -1};
     int rc = sn_arena_acquire(par, &rq, &t->peer_held, &t->peer_need);
@@ -1257,7 +1248,6 @@ static void sn_core_plan_claim(int dev)
     double t0 = sn_planner_now_ms();
     int lib = sn_own_work_begin();
     uint64_t covered = sn_arena_sync_begin(ar);
-    sn_witness_cuda("cudaDeviceSynchronize");
     int synced = SN_REAL(cudaDeviceSynchronize)() == cudaSuccess;
     if (synced)
         sn_arena_device_synced(ar, covered);
@@ -1583,7 +1573,6 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
         sn_arena_release(&t->held);
     if (t->peer_held.ar) {
         int lib = sn_own_work_begin();
-        sn_witness_cuda("cudaStreamSynchronize");
         sn_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)c->stream));
         sn_own_work_end(lib);
         sn_arena_release(&t->peer_held);
@@ -1826,7 +1815,6 @@ static void sn_finish(int cuda_usable)
         sn_lock_give(&d->lock);
         if (!stops)
             continue;
-        sn_witness_cuda("cudaEventSynchronize");
         for (size_t i = 0; i < n; i++)
             sn_quiet(sync(stops[i]));
         free(stops);
@@ -1850,7 +1838,6 @@ static void sn_finish(int cuda_usable)
         sn_lock_give(&d->lock);
         for (int i = 0; i < k; i++) {
             float ms;
-            sn_witness_cuda("cudaEventSynchronize");
             if (sync(to[i]) != cudaSuccess || sn_elapsed(from[i], to[i], &ms) != 0) {
                 sn_quiet(cudaErrorUnknown);
                 continue;
