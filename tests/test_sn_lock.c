@@ -23,30 +23,13 @@
 #include <cmocka.h>
 
 #include "common/sn_lock.h"
+#include "tests/child_signal.h"
 
 #ifdef SN_DEBUG
 static sn_lock reg = SN_LOCK_INITIALIZER(SN_RANK_REGISTRY);
 static sn_lock dev0 = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0);
 static sn_lock dev1 = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0 + 1);
 static sn_lock handles = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
-
-/* Runs f in a child with stderr silenced; returns the signal that ended it
- * (0 if it exited). */
-static int child_signal(void (*f)(void))
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", 1);
-        if (null >= 0)
-            dup2(null, 2);
-        f();
-        _exit(0);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-}
 
 static void in_order(void)
 {

@@ -23,6 +23,7 @@
 
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
+#include "tests/child_signal.h"
 
 static int fake_calls;
 
@@ -103,24 +104,6 @@ static void test_wrapped_count(void **state)
 
 #ifdef SN_DEBUG
 static sn_lock dev0 = SN_LOCK_INITIALIZER(SN_RANK_DEVICE0);
-
-/* Runs f in a child with stderr silenced; returns the signal that ended it
- * (0 if it exited). */
-static int child_signal(void (*f)(void))
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (null >= 0)
-            dup2(null, 2);
-        f();
-        _exit(0);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-}
 
 static void call_under_lock(void)
 {
