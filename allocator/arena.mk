@@ -12,10 +12,12 @@ $(BUILD)/tests/test_sn_predict: $(BUILD)/tests/test_sn_predict.o \
 TEST_BINS += $(BUILD)/tests/test_sn_predict
 
 # The arena's residency phases over a fake driver (tests/test_sn_arena.c
-# includes sn_arena.c itself, to reach its phases, and defines the
-# real-function table): no CUDA library and no shim/ object.
+# includes sn_arena.c itself, to reach its phases, and fills common/'s
+# real-function table with a fake driver): no CUDA library and no shim/
+# object.
 $(BUILD)/tests/test_sn_arena: $(BUILD)/tests/test_sn_arena.o \
                               $(BUILD)/allocator/sn_stage.o $(BUILD)/allocator/sn_gtbm.o \
+                              $(BUILD)/common/sn_gtbm_class.o $(BUILD)/common/sn_resolve.o \
                               $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o $(BUILD)/common/sn_lock.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm -ldl -lpthread
 

@@ -7,7 +7,9 @@
 #     common/), tracer/ above policy only, and the wrappers (shim/) seeing
 #     the core and the common vocabulary alone. No file outside shim/
 #     includes a shim header (tests and benches included).
-#  2. No function of libsn is longer than 150 lines (from its opening brace
+#  2. Each of common/, allocator/, policy/ and tracer/ links into a unit
+#     test of its own with no shim/ object (and no stand-in for the shim).
+#  3. No function of libsn is longer than 150 lines (from its opening brace
 #     to the closing one at column 0) or takes more than 6 parameters. The
 #     exported wrappers are exempt: their parameters are the CUDA, cuDNN
 #     and cuBLAS signatures they stand in for (common/hooks.def lists
@@ -46,6 +48,31 @@ print("LAYERS", len(bad))
 for b in bad:
     print("  " + b)
 
+# unit tests' prerequisites, from the make fragments (continuations joined)
+layer_vars = {"POLICY_OBJS": "policy", "TRACER_SRC": "tracer"}
+alone = {layer: [] for layer in ("common", "allocator", "policy", "tracer")}
+for mk in sorted(glob.glob("*/*.mk")):
+    text = open(mk).read().replace("\\\n", " ")
+    for m in re.finditer(r"^\$\(BUILD\)/tests/(test_\w+):([^\n]*)", text, re.M):
+        name, prereq = m.group(1), m.group(2)
+        if "shim/" in prereq or "LIBSN" in prereq or "ALL_TARGETS" in prereq:
+            continue
+        layers = set(re.findall(r"\$\(BUILD\)/([a-z]+)/", prereq)) | {v for k, v in layer_vars.items() if k in prereq}
+        for layer in alone:
+            if layer in layers:
+                alone[layer].append(name)
+unlinked = [layer for layer, tests in alone.items() if not tests]
+# a test that defines the real-function table or its resolution stands in
+# for what common/ should provide
+for f in sorted(glob.glob("tests/*.c")):
+    if re.search(r"^\s*void\s*\*\s*(sn_real_slot\s*\[|sn_resolve_late\s*\()", open(f).read(), re.M):
+        unlinked.append(f + " (defines the real-function table)")
+print("ALONE", len(unlinked))
+for layer in unlinked:
+    print("  " + layer + "/: no unit test links it without shim/")
+for layer, tests in alone.items():
+    print(f"  {layer}/: {', '.join(tests[:4])}")
+
 hooks = set(re.findall(r'SN_HOOK\(\s*\w+\s*,\s*[^,]+,\s*(\w+)\s*,', open("common/hooks.def").read()))
 long_fns = []
 for layer in allowed:
@@ -79,6 +106,9 @@ layers=$(awk '$1 == "LAYERS" { print $2 }' "$out")
 shape=$(awk '$1 == "SHAPE" { print $2 }' "$out")
 check "layers include only the layers below them, and nothing outside shim/ includes shim/ ($layers found)" \
     '[ "$layers" = 0 ] || { sed -n "/^LAYERS/,/^SHAPE/p" "$out" | head -20 >&2; false; }'
+alone=$(awk '$1 == "ALONE" { print $2 }' "$out")
+check "common/, allocator/, policy/ and tracer/ each link into a unit test without shim/ ($alone lacking)" \
+    '[ "$alone" = 0 ] || { sed -n "/^ALONE/,/^SHAPE/p" "$out" | head -12 >&2; false; }'
 check "no function of libsn over 150 lines or 6 parameters but the wrappers ($shape found)" \
     '[ "$shape" = 0 ] || { sed -n "/^SHAPE/,\$p" "$out" | head -20 >&2; false; }'
 rm -f "$out"

@@ -15,9 +15,9 @@
  *
  * The arena's source is included rather than linked, so that the tests
  * reach its named phases and its state; realloc is routed through a seam
- * that can refuse the growth of the cache of free handles. The real-
- * function table and its late resolution are defined here: common/
- * sn_resolve.c would pull in the shim's dlsym (sn_real_dlsym).
+ * that can refuse the growth of the cache of free handles. The fake
+ * driver is installed in common/'s real-function table (sn_real_slot):
+ * the program loads no CUDA library, so nothing else resolves.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,12 +41,6 @@ const char *__asan_default_options(void)
     return "detect_leaks=0";
 }
 
-void *sn_real_slot[SN_HOOK_COUNT];
-void *sn_resolve_late(int id)
-{
-    (void)id;
-    return NULL;
-}
 
 /* ---- the fake device ------------------------------------------------------ */
 
