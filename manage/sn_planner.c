@@ -1,7 +1,7 @@
 /*
  * sn_planner.c — the planning thread (see sn_planner.h): a FIFO of tasks
- * under one mutex, a condition for the thread and one for waiters. The
- * mutex is a plain pthread one, outside libsn's lock ranks: nothing is
+ * under one mutex and a condition the thread waits on. The mutex is a
+ * plain pthread one, outside libsn's lock ranks: nothing is
  * called under it but the queue's own bookkeeping.
  */
 #include "manage/sn_planner.h"
@@ -14,7 +14,6 @@
 
 static pthread_mutex_t sn_planner_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sn_planner_work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t sn_planner_finished = PTHREAD_COND_INITIALIZER;
 static sn_planner_task *sn_planner_head, *sn_planner_tail;
 static int sn_planner_started; /* 1 running, -1 could not be started */
 
@@ -30,12 +29,10 @@ static void sn_planner_run_one(sn_planner_task *task)
     double t0 = sn_planner_now_ms();
     task->run(task);
     task->run_ms = sn_planner_now_ms() - t0;
+    /* the task is the done hook's from here on: it may be handed to
+     * another thread and freed before the hook returns */
     if (task->done)
         task->done(task);
-    pthread_mutex_lock(&sn_planner_mu);
-    __atomic_store_n(&task->finished, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&sn_planner_finished);
-    pthread_mutex_unlock(&sn_planner_mu);
 }
 
 static void *sn_planner_main(void *arg)
@@ -80,7 +77,6 @@ static int sn_planner_start_locked(void)
 int sn_planner_submit(sn_planner_task *task)
 {
     task->next = NULL;
-    task->finished = 0;
     task->run_ms = 0;
     pthread_mutex_lock(&sn_planner_mu);
     if (sn_planner_start_locked() != 0) {
@@ -96,12 +92,4 @@ int sn_planner_submit(sn_planner_task *task)
     pthread_cond_signal(&sn_planner_work);
     pthread_mutex_unlock(&sn_planner_mu);
     return 0;
-}
-
-void sn_planner_wait(sn_planner_task *task)
-{
-    pthread_mutex_lock(&sn_planner_mu);
-    while (!__atomic_load_n(&task->finished, __ATOMIC_ACQUIRE))
-        pthread_cond_wait(&sn_planner_finished, &sn_planner_mu);
-    pthread_mutex_unlock(&sn_planner_mu);
 }

@@ -20,16 +20,15 @@ struct sn_planner_task {
     void (*run)(sn_planner_task *);  /* the work, no lock held */
     void (*done)(sn_planner_task *); /* then, on the same thread */
     sn_planner_task *next;           /* (the queue's) */
-    int finished;                    /* done has returned (atomic) */
-    double run_ms;                   /* host time run took */
+    double run_ms;                   /* host time run took (for done) */
 };
 
 /* Queues task (run and done set by the caller; the caller holds no libsn
- * lock). Returns 0, or -1 when no thread could be started: the task has
- * then run, done hook included, on the caller's thread. */
+ * lock). From then on the task belongs to its done hook, which may hand it
+ * on: the planner never touches it after the hook is called. Returns 0,
+ * or -1 when no thread could be started: the task has then run, done hook
+ * included, on the caller's thread. */
 int sn_planner_submit(sn_planner_task *task);
-/* Waits until task's done hook has returned. */
-void sn_planner_wait(sn_planner_task *task);
 /* Milliseconds on a monotonic clock (never a hooked call). */
 double sn_planner_now_ms(void);
 
