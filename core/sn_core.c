@@ -1061,6 +1061,7 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
     const uint64_t ws = due->conv_choice.ws;
     int changed = algo != c->algo;
     t->conv_pos = pos;
+    t->conv_ws_set = 0;
     if (!supply && ws <= c->workspace) {
         t->conv_algo = algo;
         sn_exec_conv_note(&d->mgr.exec, 1, changed, 0);
@@ -1366,11 +1367,8 @@ static void sn_token_init(const sn_call *c, sn_step_token *t)
     t->held.ar = NULL;
     t->peer_held.ar = NULL;
     t->measure = 0;
+    /* (the workspace and position are set, and read, only with an algorithm) */
     t->conv_algo = -1;
-    t->conv_ws_set = 0;
-    t->conv_ws = NULL;
-    t->conv_ws_bytes = 0;
-    t->conv_pos = -1;
 }
 
 /* One resolution serves both the tracer and the arena: this thread's memo
@@ -1602,8 +1600,13 @@ int sn_core_call(sn_call *c, sn_forward_fn forward, void *args)
     sn_step_token t;
     if (sn_core_call_begin(c, &t) != 0)
         return SN_CORE_NOMEM;
-    const sn_subst subst = {t.conv_algo, t.conv_ws_set, t.conv_ws, t.conv_ws_bytes};
-    int ok = forward(args, t.conv_algo >= 0 ? &subst : NULL);
+    int ok;
+    if (t.conv_algo >= 0) {
+        const sn_subst subst = {t.conv_algo, t.conv_ws_set, t.conv_ws, t.conv_ws_bytes};
+        ok = forward(args, &subst);
+    } else {
+        ok = forward(args, NULL);
+    }
     if (!ok && t.conv_algo >= 0 && sn_core_conv_fallback(c, &t) == 0)
         ok = forward(args, NULL);
     sn_core_call_end(c, &t, ok);

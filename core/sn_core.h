@@ -80,7 +80,8 @@ typedef struct sn_step_token {
     uint64_t peer_need;
     /* convolutions (manage mode, SN_WORKSPACE auto or min; sn_core_call) */
     int measure;             /* the call's configuration is to be measured after it */
-    int conv_algo;           /* >= 0: forward the call with this algorithm instead */
+    int conv_algo;           /* >= 0: forward the call with this algorithm instead; the fields
+                                below are set only then */
     int conv_ws_set;         /* and with this workspace instead of its own (NULL: none) */
     void *conv_ws;
     uint64_t conv_ws_bytes;
