@@ -22,7 +22,8 @@ typedef struct sn_mat {
     long rows, cols, ld;
 } sn_mat;
 
-static void sn_matrix(sn_call *c, const void *p, cublasOperation_t op, sn_mat m, unsigned mode)
+static inline __attribute__((always_inline)) void sn_matrix(sn_call *c, const void *p, cublasOperation_t op, sn_mat m,
+                                                          unsigned mode)
 {
     long r = op == CUBLAS_OP_N ? m.rows : m.cols, k = op == CUBLAS_OP_N ? m.cols : m.rows;
     sn_call_range(c, p, sn_extent_matrix(r, k, m.ld, 4), mode);
