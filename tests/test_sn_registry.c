@@ -438,8 +438,10 @@ static void test_access_uses_merged(void **state)
  * recalled with the same result while the registry is unchanged, and
  * only then. */
 /* The memo's two calls with the test's locals (sn_access_lookup holds
- * them in libsn). */
-static int recall(const sn_registry *r, const sn_call *c, int cap, sn_access_result *res,
+ * them in libsn). Not inlined: a lookup record per call, in scope for the
+ * whole call (inlined a dozen times, GCC 12's AddressSanitizer reported a
+ * use after scope of one inlined copy inside another's call). */
+static __attribute__((noinline)) int recall(const sn_registry *r, const sn_call *c, int cap, sn_access_result *res,
                   const sn_trace_access **got, sn_access_uses *u, uint64_t *gen, sn_access_memo_ref *ref)
 {
     sn_access_lookup l = {.cap = cap, .uses = u};
@@ -453,8 +455,9 @@ static int recall(const sn_registry *r, const sn_call *c, int cap, sn_access_res
     return hit;
 }
 
-static void remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen, sn_trace_access *acc, int cap,
-                     const sn_access_result *res, sn_access_uses *u)
+static __attribute__((noinline)) void remember(const sn_access_memo_ref *ref, const sn_call *c, uint64_t gen,
+                                               sn_trace_access *acc, int cap, const sn_access_result *res,
+                                               sn_access_uses *u)
 {
     const sn_access_lookup l = {.cap = cap, .acc = acc, .accs = acc, .res = *res, .uses = u, .ref = *ref};
     sn_access_remember(c, gen, &l);
