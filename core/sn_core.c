@@ -247,9 +247,11 @@ static int sn_elapsed(cudaEvent_t a, cudaEvent_t b, float *ms)
 
 /* ---- exit ---------------------------------------------------------------------- */
 
+static void sn_finish(int cuda_usable);
+
 static void sn_finish_at_exit(void)
 {
-    sn_core_finish();
+    sn_finish(1);
 }
 
 /* Registered after the runtime has done real work, so that it runs before
@@ -607,34 +609,30 @@ int sn_core_pointer_kind(const void *p)
     return kind;
 }
 
-void sn_core_note_physical(uint64_t handle, uint64_t size, int owner, int dev)
+void sn_core_note_vmm(const sn_vmm_note *n)
 {
-    if (!sn_core_ready)
+    switch (n->what) {
+    case SN_VMM_CREATE:
+    case SN_VMM_RELEASE:
+        if (!sn_core_ready)
+            return;
+        sn_lock_take(&sn_reg_lock);
+        if (n->what == SN_VMM_CREATE)
+            sn_reg_phys_add_locked(&sn_reg, n->handle, n->size, n->owner, n->dev);
+        else
+            sn_reg_phys_remove_locked(&sn_reg, n->handle);
+        sn_lock_give(&sn_reg_lock);
         return;
-    sn_lock_take(&sn_reg_lock);
-    sn_reg_phys_add_locked(&sn_reg, handle, size, owner, dev);
-    sn_lock_give(&sn_reg_lock);
-}
-
-void sn_core_note_physical_release(uint64_t handle)
-{
-    if (!sn_core_ready)
+    /* Reservations hold no memory; libsn only needs to know they exist
+     * when it reserves address space of its own (not in this build). */
+    case SN_VMM_RESERVE:
+        sn_debug("address range %p + %llu reserved (owner %d)", (void *)n->addr, (unsigned long long)n->size,
+                 n->owner);
         return;
-    sn_lock_take(&sn_reg_lock);
-    sn_reg_phys_remove_locked(&sn_reg, handle);
-    sn_lock_give(&sn_reg_lock);
-}
-
-/* Reservations hold no memory; libsn only needs to know they exist when it
- * reserves address space of its own (not in this build). */
-void sn_core_note_reserve(void *p, uint64_t size, int owner)
-{
-    sn_debug("address range %p + %llu reserved (owner %d)", p, (unsigned long long)size, owner);
-}
-
-void sn_core_note_reserve_free(void *p)
-{
-    sn_debug("address range %p released", p);
+    case SN_VMM_RESERVE_FREE:
+        sn_debug("address range %p released", (void *)n->addr);
+        return;
+    }
 }
 
 /* ---- kernels ---------------------------------------------------------------------- */
@@ -1900,11 +1898,6 @@ static void sn_finish(int cuda_usable)
         sn_warn("%s", cfg.unseen);
     for (int dev = SN_MAX_DEVICES - 1; dev >= 0; dev--)
         sn_lock_give(&sn_devs[dev].lock);
-}
-
-void sn_core_finish(void)
-{
-    sn_finish(1);
 }
 
 void sn_core_finish_unloading(void)

@@ -51,11 +51,19 @@ int sn_core_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
  * and keeps its record. */
 sn_alloc *sn_core_free_begin(void *p, int kinds);
 void sn_core_free_end(sn_alloc *a, int ok);
-/* VMM: physical handles, mappings and reservations (accounting). */
-void sn_core_note_physical(uint64_t handle, uint64_t size, int owner, int dev);
-void sn_core_note_physical_release(uint64_t handle);
-void sn_core_note_reserve(void *p, uint64_t size, int owner);
-void sn_core_note_reserve_free(void *p);
+/* VMM bookkeeping, after the real call succeeded: a physical handle made
+ * (handle, size, owner, dev) or released (handle), an address range
+ * reserved (addr, size, owner) or freed (addr). Mappings are allocations
+ * (sn_core_note_alloc, sn_core_free_begin). */
+enum sn_vmm_event { SN_VMM_CREATE, SN_VMM_RELEASE, SN_VMM_RESERVE, SN_VMM_RESERVE_FREE };
+typedef struct sn_vmm_note {
+    enum sn_vmm_event what;
+    uint64_t handle;   /* CREATE, RELEASE */
+    uintptr_t addr;    /* RESERVE, RESERVE_FREE */
+    uint64_t size;
+    int owner, dev;
+} sn_vmm_note;
+void sn_core_note_vmm(const sn_vmm_note *n);
 
 /* Kind of a pointer for copies: SN_KIND_HOST for pinned host memory,
  * SN_KIND_DEVICE/MANAGED/MAPPING for device memory, 0 for memory libsn does
@@ -134,10 +142,9 @@ void sn_core_event_synced(int dev, void *event);
 /* The device was reset: everything libsn knew of it is gone. */
 void sn_core_device_reset(int dev);
 
-/* Writes the end-of-run outputs (report, timeline, plot) once: from an
- * exit handler while CUDA still works, or, if that never ran, when libsn is
- * unloaded (then without reading pending timings). */
-void sn_core_finish(void);
+/* Writes the end-of-run outputs (report, timeline, plot) once, when libsn
+ * is unloaded and the exit handler (which runs while CUDA still works)
+ * never did: then without reading pending timings. */
 void sn_core_finish_unloading(void);
 
 #endif

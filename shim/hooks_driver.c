@@ -274,10 +274,10 @@ SN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(handle, size, prop, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && handle)
-        sn_core_note_physical(*handle, size, owner,
-                              prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-                                  ? prop->location.id
-                                  : sn_current_device());
+        sn_core_note_vmm(&(const sn_vmm_note){.what = SN_VMM_CREATE, .handle = *handle, .size = size, .owner = owner,
+                                              .dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                                                         ? prop->location.id
+                                                         : sn_current_device()});
     return rc;
 }
 
@@ -290,7 +290,7 @@ SN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(handle);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
-        sn_core_note_physical_release(handle);
+        sn_core_note_vmm(&(const sn_vmm_note){.what = SN_VMM_RELEASE, .handle = handle});
     return rc;
 }
 
@@ -332,7 +332,8 @@ SN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
     int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size, alignment, addr, flags);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS && ptr)
-        sn_core_note_reserve((void *)(uintptr_t)*ptr, size, owner);
+        sn_core_note_vmm(&(const sn_vmm_note){.what = SN_VMM_RESERVE, .addr = (uintptr_t)*ptr, .size = size,
+                                              .owner = owner});
     return rc;
 }
 
@@ -345,7 +346,7 @@ SN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     int owner = sn_driver_owner(&sn_scope_.entered);
     CUresult rc = real(ptr, size);
     if (owner != SN_OWNER_NONE && rc == CUDA_SUCCESS)
-        sn_core_note_reserve_free((void *)(uintptr_t)ptr);
+        sn_core_note_vmm(&(const sn_vmm_note){.what = SN_VMM_RESERVE_FREE, .addr = (uintptr_t)ptr});
     return rc;
 }
 
