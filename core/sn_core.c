@@ -1265,7 +1265,7 @@ static void sn_core_plan_claim(int dev)
     sn_plan_work_free(stale);
     if (!w)
         sn_plan_installed(&d->mgr.state, SN_PLAN_DEMAND);
-    else if (sn_manage_submit(&d->mgr, w))
+    else if (sn_manage_submit(w))
         sn_core_plan_install(dev);
 }
 

@@ -46,6 +46,8 @@ static void sn_plan_work_done(sn_planner_task *task)
     sn_manager *m = w->m;
     sn_lock_take(m->lock);
     m->host_ms += task->run_ms;
+    if (task->here)
+        m->blocked_ms += task->run_ms;
     int current = w->gen == m->gen && !m->ready && sn_plan_made(&m->state);
     if (current)
         m->ready = w;
@@ -73,18 +75,9 @@ sn_plan_work *sn_manage_prepare_locked(sn_manager *m, const sn_trace *t, const s
     return w;
 }
 
-int sn_manage_submit(sn_manager *m, sn_plan_work *w)
+int sn_manage_submit(sn_plan_work *w)
 {
-    if (!sn_opt.plan_wait)
-        return sn_planner_submit(&w->task) != 0; /* (-1: it ran here) */
-    double t0 = sn_planner_now_ms();
-    sn_plan_work_run(&w->task);
-    w->task.run_ms = sn_planner_now_ms() - t0;
-    sn_lock_take(m->lock);
-    m->blocked_ms += w->task.run_ms;
-    sn_lock_give(m->lock);
-    sn_plan_work_done(&w->task);
-    return 1;
+    return sn_planner_submit(&w->task, sn_opt.plan_wait);
 }
 
 int sn_manage_install_locked(sn_manager *m, const sn_trace *t, const sn_exec_known *known, size_t nknown,

@@ -55,7 +55,7 @@ sn_plan_work *sn_manage_prepare_locked(sn_manager *m, const sn_trace *t, const s
 /* Hands w to the planning thread (no lock held). Returns 1 when the plan
  * is already made (SN_PLAN_WAIT=1: made here, the framework waiting; or
  * no thread could be started) and the caller is to install it now. */
-int sn_manage_submit(sn_manager *m, sn_plan_work *w);
+int sn_manage_submit(sn_plan_work *w);
 void sn_plan_work_free(sn_plan_work *w);
 
 /* A plan made (the state taken READY -> MAKING by the caller, with

@@ -74,16 +74,22 @@ static int sn_planner_start_locked(void)
     return rc == 0 ? 0 : -1;
 }
 
-int sn_planner_submit(sn_planner_task *task)
+int sn_planner_submit(sn_planner_task *task, int here)
 {
     task->next = NULL;
     task->run_ms = 0;
+    task->here = 1;
+    if (here) {
+        sn_planner_run_one(task);
+        return 1;
+    }
     pthread_mutex_lock(&sn_planner_mu);
     if (sn_planner_start_locked() != 0) {
         pthread_mutex_unlock(&sn_planner_mu);
         sn_planner_run_one(task);
-        return -1;
+        return 1;
     }
+    task->here = 0;
     if (sn_planner_tail)
         sn_planner_tail->next = task;
     else

@@ -21,14 +21,17 @@ struct sn_planner_task {
     void (*done)(sn_planner_task *); /* then, on the same thread */
     sn_planner_task *next;           /* (the queue's) */
     double run_ms;                   /* host time run took (for done) */
+    int here;                        /* run on the caller's thread (for done) */
 };
 
-/* Queues task (run and done set by the caller; the caller holds no libsn
- * lock). From then on the task belongs to its done hook, which may hand it
- * on: the planner never touches it after the hook is called. Returns 0,
- * or -1 when no thread could be started: the task has then run, done hook
- * included, on the caller's thread. */
-int sn_planner_submit(sn_planner_task *task);
+/* Runs task (run and done set by the caller; the caller holds no libsn
+ * lock): on the planning thread, or, with here set or when no thread
+ * could be started, on the caller's, done hook included, before
+ * returning. From then on the task belongs to its done hook, which may
+ * hand it on: the planner never touches it after the hook is called.
+ * Returns 1 when the task ran on the caller's thread, 0 when it was
+ * queued. */
+int sn_planner_submit(sn_planner_task *task, int here);
 /* Milliseconds on a monotonic clock (never a hooked call). */
 double sn_planner_now_ms(void);
 
