@@ -87,6 +87,15 @@ int sn_options_check_outputs(sn_options *o, sn_option_problem *problems, int max
 /* The process-wide options, valid after sn_options_load(). */
 extern sn_options sn_opt;
 
+/* Whether libsn chooses convolutions' algorithms and workspaces: manage
+ * mode with a plan (not SN_POLICY=lru) that may change them (not
+ * SN_WORKSPACE=keep). Otherwise a convolution runs as the framework made
+ * it, is never measured by libsn, and its wrapper forwards it itself. */
+static inline int sn_opt_chooses_convs(void)
+{
+    return sn_opt.mode == SN_MODE_MANAGE && sn_opt.workspace != SN_WORKSPACE_KEEP && sn_opt.policy != SN_POLICY_LRU;
+}
+
 /* Parses the environment into sn_opt once (later calls do nothing), checks
  * the output paths unless SN_MODE=off, warns about malformed values and
  * unusable outputs, prints the table if SN_HELP=1, exits with status 2 on

@@ -1059,9 +1059,9 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
     const uint64_t ws = due->conv_choice.ws;
     int changed = algo != c->algo;
     t->conv_pos = pos;
-    t->conv_ws_set = 0;
+    t->conv.ws_set = 0;
     if (!supply && ws <= c->workspace) {
-        t->conv_algo = algo;
+        t->conv.algo = algo;
         sn_exec_conv_note(&d->mgr.exec, 1, changed, 0);
         return sn_core_make_resident(c, t, u, pos, 0, 0);
     }
@@ -1101,10 +1101,10 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
                 rc = sn_core_make_resident(c, t, &v, pos, ws, 1);
         }
         if (rc == 0) {
-            t->conv_algo = algo;
-            t->conv_ws_set = 1;
-            t->conv_ws = ws ? (void *)t->held.scratch_va : NULL;
-            t->conv_ws_bytes = ws;
+            t->conv.algo = algo;
+            t->conv.ws_set = 1;
+            t->conv.ws = ws ? (void *)t->held.scratch_va : NULL;
+            t->conv.ws_bytes = ws;
             sn_exec_conv_note(&d->mgr.exec, 1, changed, ws != 0);
             return 0;
         }
@@ -1120,7 +1120,7 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
  * forwarded again as the framework made it. */
 static int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
 {
-    if (t->conv_algo < 0 || !sn_managing() || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
+    if (t->conv.algo < 0 || !sn_managing() || c->dev < 0 || c->dev >= SN_MAX_DEVICES)
         return -1;
     sn_device *d = &sn_devs[c->dev];
     sn_warn_once("device %d: a convolution failed with the algorithm the plan chose for it; it runs the "
@@ -1128,11 +1128,11 @@ static int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
     sn_lock_take(&d->lock);
     sn_exec_conv_failed(&d->mgr.exec, t->conv_pos);
     sn_lock_give(&d->lock);
-    t->conv_algo = -1;
-    if (!t->conv_ws_set)
+    t->conv.algo = -1;
+    if (!t->conv.ws_set)
         return 0; /* its memory is resident: the framework's workspace was used */
-    t->conv_ws_set = 0;
-    t->conv_ws = NULL;
+    t->conv.ws_set = 0;
+    t->conv.ws = NULL;
     if (t->held.ar)
         sn_arena_release(&t->held);
     sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
@@ -1366,7 +1366,7 @@ static void sn_token_init(const sn_call *c, sn_step_token *t)
     t->peer_held.ar = NULL;
     t->measure = 0;
     /* (the workspace and position are set, and read, only with an algorithm) */
-    t->conv_algo = -1;
+    t->conv.algo = -1;
 }
 
 /* One resolution serves both the tracer and the arena: this thread's memo
@@ -1441,8 +1441,7 @@ static void sn_begin_log_locked(const sn_call *c, sn_step_token *t, sn_begin *b)
     /* a convolution configuration seen for the first time while
      * profiling: its algorithms are measured once (not for SN_POLICY=lru,
      * which makes no plan to choose them) */
-    if (t->index >= 0 && c->conf && b->managing && !d->profiled && sn_opt.workspace != SN_WORKSPACE_KEEP &&
-        sn_opt.policy != SN_POLICY_LRU)
+    if (t->index >= 0 && c->conf && b->managing && !d->profiled && sn_opt_chooses_convs())
         t->measure = sn_trace_algos_claim(tr, c->conf);
     if (__builtin_expect(tr->events != 0, 0))
         sn_relearn_events_locked(d, tr);
@@ -1598,14 +1597,8 @@ int sn_core_call(sn_call *c, sn_forward_fn forward, void *args)
     sn_step_token t;
     if (sn_core_call_begin(c, &t) != 0)
         return SN_CORE_NOMEM;
-    int ok;
-    if (t.conv_algo >= 0) {
-        const sn_subst subst = {t.conv_algo, t.conv_ws_set, t.conv_ws, t.conv_ws_bytes};
-        ok = forward(args, &subst);
-    } else {
-        ok = forward(args, NULL);
-    }
-    if (!ok && t.conv_algo >= 0 && sn_core_conv_fallback(c, &t) == 0)
+    int ok = forward(args, t.conv.algo >= 0 ? &t.conv : NULL);
+    if (!ok && t.conv.algo >= 0 && sn_core_conv_fallback(c, &t) == 0)
         ok = forward(args, NULL);
     sn_core_call_end(c, &t, ok);
     if (t.measure)

@@ -76,6 +76,15 @@ int sn_core_pointer_kind(const void *p);
  * and written. Marks the call opaque when the layout is unknown. */
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args);
 
+/* A convolution's substitute: the algorithm to run, and the workspace
+ * (NULL: none) instead of the framework's own when ws_set. */
+typedef struct sn_subst {
+    int algo;
+    int ws_set;
+    void *ws;
+    uint64_t ws_bytes;
+} sn_subst;
+
 /* A step (or transfer) is about to be forwarded / has returned. The token
  * links the two; ok is 0 when the real call failed (the step is dropped). */
 typedef struct sn_step_token {
@@ -88,11 +97,8 @@ typedef struct sn_step_token {
     uint64_t peer_need;
     /* convolutions (manage mode, SN_WORKSPACE auto or min; sn_core_call) */
     int measure;             /* the call's configuration is to be measured after it */
-    int conv_algo;           /* >= 0: forward the call with this algorithm instead; the fields
-                                below are set only then */
-    int conv_ws_set;         /* and with this workspace instead of its own (NULL: none) */
-    void *conv_ws;
-    uint64_t conv_ws_bytes;
+    sn_subst conv;           /* conv.algo >= 0: forward the call with this algorithm instead
+                                (and with conv.ws when conv.ws_set); set only then */
     int64_t conv_pos;        /* where in the iteration (sn_core_conv_fallback) */
 } sn_step_token;
 /* Returns 0, or SN_CORE_NOMEM when manage mode cannot make the call's
@@ -115,12 +121,6 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok);
  * 0 when forwarded (the status is the wrapper's, in args), or
  * SN_CORE_NOMEM as sn_core_call_begin. One crossing each way: the wrapper
  * describes and hands over, the core forwards. */
-typedef struct sn_subst {
-    int algo;
-    int ws_set;
-    void *ws;
-    uint64_t ws_bytes;
-} sn_subst;
 typedef int (*sn_forward_fn)(void *args, const sn_subst *subst);
 int sn_core_call(sn_call *c, sn_forward_fn forward, void *args);
 

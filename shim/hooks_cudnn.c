@@ -7,6 +7,7 @@
  * FindEx calls run the convolution on the buffers they are given, so they
  * touch them exactly like the convolution would.
  */
+#include "common/sn_options.h"
 #include "core/sn_convsearch.h"
 #include "shim/sn_describe.h"
 #include "shim/sn_wrap.h"
@@ -80,20 +81,25 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
 
 #define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 
-/* A convolution: the core forwards it (sn_core_call), with the algorithm
- * and workspace manage mode's plan chose or as the framework made it. The
- * three directions share one shape: the arguments in a struct, and one
- * function that makes the real call from it. */
+/* A convolution: where libsn may change it (sn_opt_chooses_convs), the
+ * core forwards it (sn_core_call), with the algorithm and workspace manage
+ * mode's plan chose or as the framework made it. The three directions
+ * share one shape: the arguments in a struct, in the call's order (one
+ * list, SN_CONV_ARGS_, fills it and makes the call), and one function that
+ * makes the real call from it. */
 #define SN_DNN_CONV_FORWARD(name, d1_t, d2_t, algo_t, d3_t)                                        \
-    typedef struct name##_args {                                                                   \
+    typedef struct name##_args { /* in the call's order */                                        \
         cudnnHandle_t handle;                                                                      \
-        const void *alpha, *p1, *p2, *beta;                                                        \
+        const void *alpha;                                                                         \
         d1_t d1;                                                                                   \
+        const void *p1;                                                                            \
         d2_t d2;                                                                                   \
+        const void *p2;                                                                            \
         cudnnConvolutionDescriptor_t conv;                                                         \
         algo_t algo;                                                                               \
         void *ws;                                                                                  \
         size_t ws_bytes;                                                                           \
+        const void *beta;                                                                          \
         d3_t d3;                                                                                   \
         void *p3;                                                                                  \
         cudnnStatus_t rc;                                                                          \
@@ -115,10 +121,16 @@ SN_DNN_CONV_FORWARD(cudnnConvolutionBackwardData, cudnnFilterDescriptor_t, cudnn
 SN_DNN_CONV_FORWARD(cudnnConvolutionBackwardFilter, cudnnTensorDescriptor_t, cudnnTensorDescriptor_t,
                     cudnnConvolutionBwdFilterAlgo_t, cudnnFilterDescriptor_t)
 
-#define SN_ARGS(...) __VA_ARGS__
-#define SN_DNN_CONV_END(name, geom_v, args)                                      \
+#define SN_UNPAREN(...) __VA_ARGS__
+/* Where libsn never changes a convolution (trace mode, SN_WORKSPACE=keep,
+ * SN_POLICY=lru) the wrapper forwards it itself, as any other step: the
+ * record and the core's forward function cost about 70 instructions a call
+ * (bench/results/libsn_overhead.md) that only a planned convolution needs. */
+#define SN_DNN_CONV_END(name, geom_v, args)                                    \
     do {                                                                       \
-        name##_args a_ = {args, CUDNN_STATUS_SUCCESS};                         \
+        if (!sn_opt_chooses_convs())                                           \
+            SN_DNN_END(args);                                                  \
+        name##_args a_ = {SN_UNPAREN args, CUDNN_STATUS_SUCCESS};              \
         c.geom = (geom_v);                                                     \
         if (sn_core_call(&c, name##_forward, &a_) != 0)                        \
             return CUDNN_STATUS_ALLOC_FAILED;                                  \
@@ -142,15 +154,15 @@ static int sn_nonzero_for(cudnnTensorDescriptor_t desc, const void *scale)
     return sn_dnn_scale_nonzero(scale, type);
 }
 
+#define SN_CONV_ARGS_ (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, \
+                       workSpace, workSpaceSizeInBytes, beta, yDesc, y)
 SN_EXPORT cudnnStatus_t cudnnConvolutionForward(
     cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
     const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc,
     cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
     const cudnnTensorDescriptor_t yDesc, void *y)
 {
-    SN_DNN_BEGIN(cudnnConvolutionForward, SN_OP_CONV_FWD, handle,
-                 (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace,
-                  workSpaceSizeInBytes, beta, yDesc, y))
+    SN_DNN_BEGIN(cudnnConvolutionForward, SN_OP_CONV_FWD, handle, SN_CONV_ARGS_)
     sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
     sn_dnn_filter(&c, wDesc, w, SN_READ);
     sn_dnn_output(&c, yDesc, y, beta);
@@ -158,20 +170,19 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionForward(
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
     const struct sn_conv_geom g = {handle, xDesc, wDesc, yDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionForward, &g,
-                    SN_ARGS(handle, alpha, x, w, beta, xDesc, wDesc, convDesc, algo, workSpace,
-                            workSpaceSizeInBytes, yDesc, y));
+    SN_DNN_CONV_END(cudnnConvolutionForward, &g, SN_CONV_ARGS_);
 }
+#undef SN_CONV_ARGS_
 
+#define SN_CONV_ARGS_ (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, \
+                       workSpace, workSpaceSizeInBytes, beta, dxDesc, dx)
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
     cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w,
     const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
     cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes,
     const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx)
 {
-    SN_DNN_BEGIN(cudnnConvolutionBackwardData, SN_OP_CONV_BWD_DATA, handle,
-                 (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace,
-                  workSpaceSizeInBytes, beta, dxDesc, dx))
+    SN_DNN_BEGIN(cudnnConvolutionBackwardData, SN_OP_CONV_BWD_DATA, handle, SN_CONV_ARGS_)
     sn_dnn_filter(&c, wDesc, w, SN_READ);
     sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
     sn_dnn_output(&c, dxDesc, dx, beta);
@@ -179,20 +190,19 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
     const struct sn_conv_geom g = {handle, dxDesc, wDesc, dyDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionBackwardData, &g,
-                    SN_ARGS(handle, alpha, w, dy, beta, wDesc, dyDesc, convDesc, algo, workSpace,
-                            workSpaceSizeInBytes, dxDesc, dx));
+    SN_DNN_CONV_END(cudnnConvolutionBackwardData, &g, SN_CONV_ARGS_);
 }
+#undef SN_CONV_ARGS_
 
+#define SN_CONV_ARGS_ (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, \
+                       workSpace, workSpaceSizeInBytes, beta, dwDesc, dw)
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
     cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x,
     const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc,
     cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes,
     const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw)
 {
-    SN_DNN_BEGIN(cudnnConvolutionBackwardFilter, SN_OP_CONV_BWD_FILTER, handle,
-                 (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace,
-                  workSpaceSizeInBytes, beta, dwDesc, dw))
+    SN_DNN_BEGIN(cudnnConvolutionBackwardFilter, SN_OP_CONV_BWD_FILTER, handle, SN_CONV_ARGS_)
     sn_dnn_tensor(&c, xDesc, x, SN_READ, NULL);
     sn_dnn_tensor(&c, dyDesc, dy, SN_READ, NULL);
     sn_dnn_filter_output(&c, dwDesc, dw, beta);
@@ -200,10 +210,9 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(
     c.algo = (int)algo;
     c.conf = sn_dnn_conv_conf(&c, convDesc);
     const struct sn_conv_geom g = {handle, xDesc, dwDesc, dyDesc, convDesc};
-    SN_DNN_CONV_END(cudnnConvolutionBackwardFilter, &g,
-                    SN_ARGS(handle, alpha, x, dy, beta, xDesc, dyDesc, convDesc, algo, workSpace,
-                            workSpaceSizeInBytes, dwDesc, dw));
+    SN_DNN_CONV_END(cudnnConvolutionBackwardFilter, &g, SN_CONV_ARGS_);
 }
+#undef SN_CONV_ARGS_
 
 SN_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
                                                      const cudnnTensorDescriptor_t dyDesc,

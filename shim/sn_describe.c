@@ -168,7 +168,7 @@ static uint64_t sn_conv_hash(cudnnConvolutionDescriptor_t conv)
 uint64_t sn_dnn_conv_conf(const sn_call *c, cudnnConvolutionDescriptor_t conv)
 {
     /* only a plan that chooses algorithms needs it */
-    if (sn_opt.mode != SN_MODE_MANAGE || sn_opt.workspace == SN_WORKSPACE_KEEP || sn_opt.policy == SN_POLICY_LRU)
+    if (!sn_opt_chooses_convs())
         return 0;
     if (!conv || (c->flags & SN_CALL_OPAQUE))
         return 0;
