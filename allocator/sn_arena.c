@@ -456,6 +456,14 @@ static sn_arena *sn_arena_create_pool(int dev)
 
 static sn_arena *sn_arena_create(int dev)
 {
+    /* libsn's copies, events and streams are the runtime's: a program that
+     * reaches the device through the driver alone (or a static runtime,
+     * or cuBLAS alone) has not loaded it, so libsn does */
+    if (!SN_REAL(cudaMemGetInfo) || !SN_REAL(cudaMemcpyAsync) || !SN_REAL(cudaEventRecord)) {
+        int n = sn_resolve_load(SN_LIB_CUDART);
+        sn_debug("device %d: the program loaded no CUDA runtime; libsn loaded it for its own work (%d functions)",
+                 dev, n);
+    }
     sn_real_cuDeviceGetAttribute_fn attr = SN_REAL(cuDeviceGetAttribute);
     sn_real_cuMemGetAllocationGranularity_fn granf = SN_REAL(cuMemGetAllocationGranularity);
     sn_real_cudaMemGetInfo_fn info = SN_REAL(cudaMemGetInfo);

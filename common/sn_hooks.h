@@ -98,6 +98,12 @@ int sn_hook_lib(int id);
 int sn_hook_find(const char *name);
 /* Resolves every hook (at initialisation). Returns how many were found. */
 int sn_resolve_all(void);
+/* Loads lib (an SN_LIB_*) when the program has not, and resolves its
+ * entries that are still missing from it; the library stays loaded.
+ * Returns how many were found. For libsn's own work in a process that
+ * reaches the device without that library (the driver API alone, a
+ * statically linked runtime, cuBLAS alone). */
+int sn_resolve_load(int lib);
 /* 1 if p lies inside libsn's own code. */
 int sn_is_own_address(const void *p);
 /* The bounds [lo, hi) of libsn's code, for loops that test many addresses. */

@@ -193,6 +193,26 @@ void *sn_resolve_late(int id)
     return p;
 }
 
+int sn_resolve_load(int lib)
+{
+    if (lib < 0 || lib >= SN_LIB_COUNT || !sn_lib_soname[lib])
+        return 0;
+    void *h = dlopen(sn_lib_soname[lib], RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return 0;
+    int found = 0;
+    for (int id = 0; id < SN_HOOK_COUNT; id++) {
+        if (sn_hook_table[id].lib != lib || __atomic_load_n(&sn_real_slot[id], __ATOMIC_ACQUIRE))
+            continue;
+        void *p = sn_real_dlsym(h, sn_hook_table[id].name);
+        void *expected = NULL;
+        if (p && !sn_is_own_address(p) &&
+            __atomic_compare_exchange_n(&sn_real_slot[id], &expected, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            found++;
+    }
+    return found;
+}
+
 int sn_resolve_all(void)
 {
     int found = 0;
