@@ -38,6 +38,7 @@
 #include "allocator/sn_predict.h"
 #include "allocator/sn_stage.h"
 #include "common/sn_array.h"
+#include "common/sn_capture.h"
 #include "common/sn_call.h"
 #include "common/sn_hooks.h"
 #include "common/sn_kinds.h"
@@ -93,6 +94,10 @@ typedef struct sn_block {
     unsigned leaving : 1;    /* a planned offload or drop is under way: still mapped until leave_ev */
     unsigned host_pending : 1; /* host_valid, but the copy making it so may still be running */
     unsigned plan_drop : 1;  /* leaving without a copy: the plan says its contents are dead */
+    uint8_t restore;         /* loaded without its contents for a call that overwrites it all,
+                              * the host copy still current: should that call fail (or never
+                              * run), the contents come back from it (sn_arena_call_failed).
+                              * Not a bit field: cleared without the lock */
     unsigned scratch : 1;    /* libsn's own scratch (sn_arena_scratch): contents never kept */
     unsigned search : 1;     /* ... held for an algorithm search */
     cudaEvent_t leave_ev;    /* leaving: recorded on the copy stream after its copy (or fence) */
@@ -726,6 +731,7 @@ typedef struct sn_move {
     cudaEvent_t ev;  /* loads: recorded after its copy in (the block's own event) */
     int left;        /* victims: already leaving by the plan, its copy out (or drop) queued after
                       * its last use: only its own event is waited for */
+    int restore;     /* loads: fresh for an overwrite, the host copy current (sn_block.restore) */
 } sn_move;
 
 /* Handles the cache of free handles could not file (its array would not
@@ -1168,6 +1174,28 @@ typedef struct sn_run {
 /* Victims, phase 1: the copy stream waits for the work in flight that may
  * touch a victim: an event on every stream the framework used, or the
  * whole device when they cannot all be named. */
+/* A fence on a stream that captures into a graph must not record there
+ * (the event would be a node of the program's graph, or break the
+ * capture): what can be in flight on it is what ran before the capture
+ * began, and the event libsn recorded just before that covers it. Returns
+ * 1 when stream captures (and was dealt with). A stream that joined a
+ * capture without beginning it has no such event: its work from before
+ * is not waited for (docs/decisions.md). */
+static int sn_fence_capturing(sn_arena *ar, void *stream)
+{
+    void *ev = NULL;
+    if (sn_capture_event(stream, &ev)) {
+        if (ev && SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, (cudaEvent_t)ev, 0) != cudaSuccess)
+            sn_arena_quiet(cudaErrorUnknown);
+        return 1;
+    }
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    cudaError_t rc = SN_REAL(cudaStreamIsCapturing) ? SN_REAL(cudaStreamIsCapturing)((cudaStream_t)stream, &st)
+                                                     : cudaSuccess;
+    sn_arena_quiet(rc);
+    return rc != cudaSuccess || st != cudaStreamCaptureStatusNone;
+}
+
 static void sn_victims_fence(sn_run *r)
 {
     sn_arena *ar = r->ar;
@@ -1186,6 +1214,8 @@ static void sn_victims_fence(sn_run *r)
         sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
     } else if (p->fence) {
         for (int i = 0; i < p->nstreams; i++) {
+            if (sn_capture_active() && sn_fence_capturing(ar, p->streams[i]))
+                continue;
             cudaEvent_t e = sn_arena_event(ar);
             if (!e || SN_REAL(cudaEventRecord)(e, (cudaStream_t)p->streams[i]) != cudaSuccess ||
                 SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, e, 0) != cudaSuccess) {
@@ -1633,6 +1663,8 @@ static int sn_loads_done_locked(sn_arena *ar, sn_moves *p, void *stream)
         b->bk = m->bk;
         b->resident = 1;
         b->load_stamp = ar->clock;
+        if (m->restore)
+            __atomic_store_n(&b->restore, 1, __ATOMIC_RELAXED);
         if (m->copy) {
             ar->st.swap_in++;
             ar->st.swap_in_bytes += b->size;
@@ -1842,7 +1874,8 @@ static uint64_t sn_acquire_plan_loads_locked(sn_arena *ar, const sn_arena_ticket
             break;
         sn_move *m = &p->loads[p->nloads - 1];
         int dead = !b->shared && (b->call_mode & SN_OVERWRITE) && !(b->call_mode & SN_READ);
-        *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead};
+        *m = (sn_move){.b = b, .copy = b->host_valid && !dead, .fresh = !b->host_valid || dead,
+                       .restore = dead && b->host_valid && b->host};
         if (dead && b->host_valid)
             ar->st.dead_loads++;
         want += sn_load_from_cache_locked(ar, m);
@@ -1916,6 +1949,8 @@ static int sn_acquire_move_locked(sn_arena *ar, const sn_arena_request *rq, sn_a
     }
     sn_moves_free(&p);
     if (rc == 0 && !lost) {
+        for (size_t i = 0; i < t->nblocks && !t->restore; i++)
+            t->restore = __atomic_load_n(&((sn_block *)t->blocks[i])->restore, __ATOMIC_RELAXED);
         sn_arrivals a;
         sn_arrivals_locked(ar, t, rq->stream, 1, &a);
         sn_lock_give(&ar->lock);
@@ -1949,6 +1984,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *
     t->nblocks = 0;
     t->linked = 0;
     t->slot = -1;
+    t->restore = 0;
     *need = 0;
     if (ar->pool) {
         /* everything is resident, always */
@@ -2008,11 +2044,46 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *
     }
 }
 
+/* The contents of the blocks loaded empty for this call come back from
+ * their host copies, which are current: nothing was written. */
+void sn_arena_call_failed(sn_arena_ticket *t)
+{
+    sn_arena *ar = t->ar;
+    if (!ar || !t->restore)
+        return;
+    int restored = 0;
+    for (size_t i = 0; i < t->nblocks; i++) {
+        sn_block *b = t->blocks[i];
+        if (!__atomic_load_n(&b->restore, __ATOMIC_RELAXED))
+            continue;
+        /* (pinned by this call: resident, its host copy kept) */
+        sn_arena_quiet(SN_REAL(cudaMemcpyAsync)((void *)b->va, b->host, b->size, cudaMemcpyHostToDevice,
+                                                ar->copy_stream));
+        restored++;
+    }
+    if (!restored)
+        return;
+    sn_arena_quiet(SN_REAL(cudaStreamSynchronize)(ar->copy_stream));
+    sn_lock_take(&ar->lock);
+    for (size_t i = 0; i < t->nblocks; i++) {
+        sn_block *b = t->blocks[i];
+        if (__atomic_load_n(&b->restore, __ATOMIC_RELAXED))
+            b->dirty = 0; /* the device holds the host's copy again */
+    }
+    ar->st.restored_loads += (uint64_t)restored;
+    sn_lock_give(&ar->lock);
+    sn_info("device %d: a call that was to overwrite %d block(s) failed; their contents were brought back",
+            ar->dev, restored);
+}
+
 void sn_arena_release(sn_arena_ticket *t)
 {
     sn_arena *ar = t->ar;
     if (!ar)
         return;
+    if (__builtin_expect(t->restore, 0))
+        for (size_t i = 0; i < t->nblocks; i++)
+            __atomic_store_n(&((sn_block *)t->blocks[i])->restore, 0, __ATOMIC_RELAXED);
     /* no lock: the pins are atomic and the slot is this call's own */
     sn_unpin_all(t->blocks, t->nblocks);
     if (t->slot >= 0) {

@@ -139,6 +139,7 @@ typedef struct sn_arena_ticket {
     size_t nblocks;
     void *small[32];        /* storage for the common case */
     uintptr_t scratch_va;   /* the stream's scratch block, when the call was granted one */
+    int restore;            /* some block was loaded without its contents, for an overwrite */
 } sn_arena_ticket;
 
 /* What a call asks sn_arena_acquire to make resident, before it runs on
@@ -174,6 +175,11 @@ typedef struct sn_arena_request {
  * resident at once), or SN_ARENA_NO_SCRATCH, with nothing done, when the
  * stream has no scratch block of rq->scratch bytes yet. */
 int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t *need);
+/* The call failed (or was not run): the blocks loaded empty for it,
+ * because it was to overwrite them whole, get their contents back from
+ * their host copies. Call before sn_arena_release, with no lock held. */
+void sn_arena_call_failed(sn_arena_ticket *t);
+
 /* The call has returned: its blocks are unpinned and it leaves the slots,
  * without the arena's lock (pins are atomic; whoever decides on a block
  * under the lock reads them). */

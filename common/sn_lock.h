@@ -22,6 +22,7 @@
 enum {
     SN_RANK_REGISTRY = 0,
     SN_RANK_DEVICE0 = 1,          /* device d: SN_RANK_DEVICE0 + d */
+    SN_RANK_CAPTURES = 29,        /* capturing streams (common/sn_capture.c), captured graphs */
     SN_RANK_HANDLES = 30,         /* streams, events, kernel layouts */
     SN_RANK_ARENA = 31,           /* one device's arena (allocator/); never two at once */
 };

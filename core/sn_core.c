@@ -26,7 +26,9 @@
 #include "allocator/sn_arena.h"
 #include "common/sn_array.h"
 #include "core/sn_access.h"
+#include "common/sn_capture.h"
 #include "core/sn_convsearch.h"
+#include "core/sn_graphs.h"
 #include "manage/sn_manage.h"
 #include "common/sn_hooks.h"
 #include "common/sn_lock.h"
@@ -900,18 +902,107 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
  * has an error pending (asking would overwrite the error it has not
  * collected yet), or answers with an error when an implicit capture rule
  * applies. */
+enum { SN_CAPTURE_NO, SN_CAPTURE_YES, SN_CAPTURE_UNKNOWN };
 static int sn_stream_capturing(void *stream)
 {
     sn_real_cudaStreamIsCapturing_fn query = SN_REAL(cudaStreamIsCapturing);
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
     if (!query)
-        return 0;
+        return SN_CAPTURE_NO;
     if (!peek || peek() != cudaSuccess)
-        return 1;
+        return SN_CAPTURE_UNKNOWN;
     enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     cudaError_t rc = query((cudaStream_t)stream, &status);
     sn_quiet(rc);
-    return rc != cudaSuccess || status != cudaStreamCaptureStatusNone;
+    if (rc != cudaSuccess)
+        return SN_CAPTURE_UNKNOWN;
+    return status != cudaStreamCaptureStatusNone ? SN_CAPTURE_YES : SN_CAPTURE_NO;
+}
+
+/* ---- CUDA graphs ---------------------------------------------------------------------- */
+
+/* Capture start events are given back a while after their capture ends:
+ * a fence may have read one from the table and not yet waited on it. */
+#define SN_RETIRED_EVENTS 64
+static void *sn_retired_events[SN_RETIRED_EVENTS];
+static unsigned sn_retired_next;
+
+static void sn_capture_event_retire(void *ev)
+{
+    if (!ev)
+        return;
+    unsigned i = __atomic_fetch_add(&sn_retired_next, 1, __ATOMIC_RELAXED) % SN_RETIRED_EVENTS;
+    void *old = __atomic_exchange_n(&sn_retired_events[i], ev, __ATOMIC_ACQ_REL);
+    if (old) {
+        int lib = sn_own_work_begin();
+        sn_quiet(SN_REAL(cudaEventDestroy)((cudaEvent_t)old));
+        sn_own_work_end(lib);
+    }
+}
+
+void *sn_core_capture_begin(void *stream)
+{
+    if (!sn_core_ready || !sn_managing())
+        return NULL;
+    cudaEvent_t ev = NULL;
+    int lib = sn_own_work_begin();
+    if (SN_REAL(cudaEventCreateWithFlags)(&ev, cudaEventDisableTiming) != cudaSuccess) {
+        sn_quiet(cudaErrorUnknown);
+        ev = NULL;
+    } else if (SN_REAL(cudaEventRecord)(ev, (cudaStream_t)stream) != cudaSuccess) {
+        sn_quiet(cudaErrorUnknown);
+        SN_REAL(cudaEventDestroy)(ev);
+        ev = NULL;
+    }
+    sn_own_work_end(lib);
+    return ev;
+}
+
+static size_t sn_graph_nodes(void *graph)
+{
+    size_t n = 0;
+    sn_real_cudaGraphGetNodes_fn get = SN_REAL(cudaGraphGetNodes);
+    if (!get || get((cudaGraph_t)graph, NULL, &n) != cudaSuccess) {
+        sn_quiet(cudaErrorUnknown);
+        return (size_t)-1;
+    }
+    return n;
+}
+
+void sn_core_note_graph(int what, void *a, void *b, int ok)
+{
+    switch (what) {
+    case SN_GRAPH_BEGUN:
+    case SN_GRAPH_BEGUN_INTO:
+        if (!ok) {
+            sn_capture_event_retire(b);
+            return;
+        }
+        sn_capture_begun(a, b);
+        sn_graphs_capture_begun(a);
+        if (what == SN_GRAPH_BEGUN_INTO)
+            sn_graphs_mark_incomplete(a);
+        return;
+    case SN_GRAPH_ENDED:
+        sn_capture_event_retire(sn_capture_ended(a));
+        sn_graphs_capture_ended(a, ok ? b : NULL, ok ? sn_graph_nodes(b) : 0);
+        return;
+    case SN_GRAPH_INSTANTIATED:
+        if (ok)
+            sn_graphs_instantiated(a, b, sn_graph_nodes(a));
+        return;
+    case SN_GRAPH_CHANGED:
+        sn_graphs_forget(a);
+        return;
+    case SN_GRAPH_NODE_CHANGED:
+        sn_graphs_node_changed();
+        return;
+    }
+}
+
+int sn_core_describe_graph(sn_call *c, void *exec)
+{
+    return sn_graphs_describe(c, exec);
 }
 
 static const char *const sn_op_names[] = {
@@ -1545,7 +1636,16 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
      * being captured into a graph is neither timed nor logged. After the
      * profile nothing is recorded on the program's streams, and the
      * question is not worth its cost. */
-    b.log = __atomic_load_n(&b.d->profiled, __ATOMIC_ACQUIRE) || !sn_stream_capturing(c->stream);
+    int profiled = __atomic_load_n(&b.d->profiled, __ATOMIC_ACQUIRE);
+    int capturing = (!profiled || sn_capture_active()) ? sn_stream_capturing(c->stream) : SN_CAPTURE_NO;
+    if (capturing == SN_CAPTURE_YES || (capturing == SN_CAPTURE_UNKNOWN && sn_capture_active())) {
+        /* recorded into a graph, not run (or refused by a capture rule):
+         * nothing of it is resident now, nothing is written; a launch
+         * of the graph makes what it touches resident */
+        sn_graphs_captured(c);
+        return 0;
+    }
+    b.log = profiled || capturing == SN_CAPTURE_NO;
     if (b.log)
         sn_register_exit();
     sn_begin_resolve(c, &b);
@@ -1564,8 +1664,11 @@ void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
 {
     if (c->lib_handle)
         sn_lib_scope_close(c->lib_handle);
-    if (t->held.ar)
+    if (t->held.ar) {
+        if (__builtin_expect(!ok, 0))
+            sn_arena_call_failed(&t->held);
         sn_arena_release(&t->held);
+    }
     if (t->peer_held.ar) {
         int lib = sn_own_work_begin();
         sn_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)c->stream));

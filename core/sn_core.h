@@ -76,6 +76,26 @@ int sn_core_pointer_kind(const void *p);
  * and written. Marks the call opaque when the layout is unknown. */
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args);
 
+/* CUDA graphs (core/sn_graphs.c). A call issued to a capturing stream is
+ * forwarded untouched (it runs at the graph's launch, not now) and its
+ * ranges become the graph's; a launch of a graph seen captured is
+ * described by them (sn_core_describe_graph), any other launch is opaque.
+ * sn_core_capture_begin is called before the real begin-capture call: in
+ * manage mode it records an event on the stream, which libsn's fences wait
+ * on instead of recording on a capturing stream, and returns it, to be
+ * handed back with SN_GRAPH_BEGUN(stream, event, ok). */
+enum sn_graph_event {
+    SN_GRAPH_BEGUN,        /* a: the stream, b: sn_core_capture_begin's event */
+    SN_GRAPH_BEGUN_INTO,   /* the same, capturing into an existing graph (nodes libsn did not see) */
+    SN_GRAPH_ENDED,        /* a: the stream, b: the graph made (unused when !ok) */
+    SN_GRAPH_INSTANTIATED, /* a: the graph, b: the executable graph */
+    SN_GRAPH_CHANGED,      /* a: a graph or executable graph destroyed or changed in place */
+    SN_GRAPH_NODE_CHANGED, /* a node of a graph changed in place (which graph is not known) */
+};
+void *sn_core_capture_begin(void *stream);
+void sn_core_note_graph(int what, void *a, void *b, int ok);
+int sn_core_describe_graph(sn_call *c, void *exec);
+
 /* A convolution's substitute: the algorithm to run, and the workspace
  * (NULL: none) instead of the framework's own when ws_set. */
 typedef struct sn_subst {

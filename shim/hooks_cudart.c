@@ -441,9 +441,105 @@ SN_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
         SN_PROLOGUE(CUDART, name, (graphExec, stream))                         \
         sn_call c;                                                             \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), stream); \
-        c.flags |= SN_CALL_OPAQUE;                                             \
+        if (!sn_core_describe_graph(&c, (void *)graphExec))                   \
+            c.flags |= SN_CALL_OPAQUE;                                         \
         c.params = sn_hash_mix(0, (uint64_t)(uintptr_t)graphExec);             \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (graphExec, stream));    \
     }
 SN_GRAPH_LAUNCH(cudaGraphLaunch)
 SN_GRAPH_LAUNCH(cudaGraphLaunch_ptsz)
+
+/* Stream capture: the core learns what each captured graph touches
+ * (sn_core_note_graph). These are not steps: nothing runs. */
+#define SN_CAPTURE_BEGIN(name, what, params, args)                              \
+    SN_EXPORT cudaError_t name params                                          \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, args)                                        \
+        void *ev_ = sn_core_capture_begin((void *)stream);                     \
+        cudaError_t rc = real args;                                            \
+        sn_core_note_graph((what), (void *)stream, ev_, rc == cudaSuccess);    \
+        return rc;                                                             \
+    }
+SN_CAPTURE_BEGIN(cudaStreamBeginCapture, SN_GRAPH_BEGUN, (cudaStream_t stream, enum cudaStreamCaptureMode mode),
+                 (stream, mode))
+SN_CAPTURE_BEGIN(cudaStreamBeginCapture_ptsz, SN_GRAPH_BEGUN,
+                 (cudaStream_t stream, enum cudaStreamCaptureMode mode), (stream, mode))
+SN_CAPTURE_BEGIN(cudaStreamBeginCaptureToGraph, SN_GRAPH_BEGUN_INTO,
+                 (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                  const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+                 (stream, graph, dependencies, dependencyData, numDependencies, mode))
+SN_CAPTURE_BEGIN(cudaStreamBeginCaptureToGraph_ptsz, SN_GRAPH_BEGUN_INTO,
+                 (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                  const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode),
+                 (stream, graph, dependencies, dependencyData, numDependencies, mode))
+
+#define SN_CAPTURE_END(name)                                                   \
+    SN_EXPORT cudaError_t name(cudaStream_t stream, cudaGraph_t *pGraph)       \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, (stream, pGraph))                            \
+        cudaError_t rc = real(stream, pGraph);                                 \
+        int ok_ = rc == cudaSuccess && pGraph && *pGraph;                      \
+        sn_core_note_graph(SN_GRAPH_ENDED, (void *)stream, ok_ ? (void *)*pGraph : NULL, ok_); \
+        return rc;                                                             \
+    }
+SN_CAPTURE_END(cudaStreamEndCapture)
+SN_CAPTURE_END(cudaStreamEndCapture_ptsz)
+
+#define SN_GRAPH_INSTANTIATE(name, last_t, last)                               \
+    SN_EXPORT cudaError_t name(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, last_t last) \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, (pGraphExec, graph, last))                   \
+        cudaError_t rc = real(pGraphExec, graph, last);                        \
+        int ok_ = rc == cudaSuccess && pGraphExec && *pGraphExec;              \
+        sn_core_note_graph(SN_GRAPH_INSTANTIATED, (void *)graph, ok_ ? (void *)*pGraphExec : NULL, ok_); \
+        return rc;                                                             \
+    }
+SN_GRAPH_INSTANTIATE(cudaGraphInstantiate, unsigned long long, flags)
+SN_GRAPH_INSTANTIATE(cudaGraphInstantiateWithFlags, unsigned long long, flags)
+SN_GRAPH_INSTANTIATE(cudaGraphInstantiateWithParams, cudaGraphInstantiateParams *, instantiateParams)
+SN_GRAPH_INSTANTIATE(cudaGraphInstantiateWithParams_ptsz, cudaGraphInstantiateParams *, instantiateParams)
+
+/* A graph or executable graph destroyed or changed in place: forgotten
+ * before the real call (a handle freed may be reused at once). */
+#define SN_GRAPH_CHANGE(name, what, obj, params, args)                         \
+    SN_EXPORT cudaError_t name params                                          \
+    {                                                                          \
+        SN_PROLOGUE(CUDART, name, args)                                        \
+        sn_core_note_graph((what), (void *)(obj), NULL, 1);                    \
+        return real args;                                                      \
+    }
+SN_GRAPH_CHANGE(cudaGraphDestroy, SN_GRAPH_CHANGED, graph, (cudaGraph_t graph), (graph))
+SN_GRAPH_CHANGE(cudaGraphExecDestroy, SN_GRAPH_CHANGED, graphExec, (cudaGraphExec_t graphExec), (graphExec))
+SN_GRAPH_CHANGE(cudaGraphExecUpdate, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo),
+                (hGraphExec, hGraph, resultInfo))
+SN_GRAPH_CHANGE(cudaGraphExecKernelNodeSetParams, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams),
+                (hGraphExec, node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphExecMemcpyNodeSetParams, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams),
+                (hGraphExec, node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphExecMemcpyNodeSetParams1D, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count,
+                 enum cudaMemcpyKind kind),
+                (hGraphExec, node, dst, src, count, kind))
+SN_GRAPH_CHANGE(cudaGraphExecMemsetNodeSetParams, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams),
+                (hGraphExec, node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphExecChildGraphNodeSetParams, SN_GRAPH_CHANGED, hGraphExec,
+                (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph),
+                (hGraphExec, node, childGraph))
+SN_GRAPH_CHANGE(cudaGraphExecNodeSetParams, SN_GRAPH_CHANGED, graphExec,
+                (cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams),
+                (graphExec, node, nodeParams))
+SN_GRAPH_CHANGE(cudaGraphKernelNodeSetParams, SN_GRAPH_NODE_CHANGED, node,
+                (cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams), (node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphMemcpyNodeSetParams, SN_GRAPH_NODE_CHANGED, node,
+                (cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams), (node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphMemcpyNodeSetParams1D, SN_GRAPH_NODE_CHANGED, node,
+                (cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind),
+                (node, dst, src, count, kind))
+SN_GRAPH_CHANGE(cudaGraphMemsetNodeSetParams, SN_GRAPH_NODE_CHANGED, node,
+                (cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams), (node, pNodeParams))
+SN_GRAPH_CHANGE(cudaGraphNodeSetParams, SN_GRAPH_NODE_CHANGED, node,
+                (cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams), (node, nodeParams))
