@@ -18,7 +18,8 @@ TEST_BINS += $(BUILD)/tests/test_sn_predict
 $(BUILD)/tests/test_sn_arena: $(BUILD)/tests/test_sn_arena.o \
                               $(BUILD)/allocator/sn_stage.o $(BUILD)/allocator/sn_gtbm.o \
                               $(BUILD)/common/sn_gtbm_class.o $(BUILD)/common/sn_resolve.o \
-                              $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o $(BUILD)/common/sn_lock.o
+                              $(BUILD)/common/sn_options.o $(BUILD)/common/sn_log.o $(BUILD)/common/sn_lock.o \
+                              $(BUILD)/common/sn_capture.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -lm -ldl -lpthread
 
 TEST_BINS += $(BUILD)/tests/test_sn_arena

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "allocator/sn_gtbm.h"
@@ -115,6 +116,11 @@ struct sn_arena_alloc {
 };
 
 static int sn_predicted_dead_locked(const sn_block *b);
+
+static void sn_arena_mib(char *out, size_t cap, uint64_t bytes)
+{
+    snprintf(out, cap, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
 
 /* Pins change without the lock (sn_arena_release): every access is atomic.
  * Whoever decides on a block under the lock reads them; a call that ends
@@ -1097,6 +1103,8 @@ static void sn_unpin_all(void *const *blocks, size_t n)
 static void sn_release_handles(const CUmemGenericAllocationHandle *h, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
+        if (__builtin_expect(sn_opt.debug_break == SN_BREAK_SLOW_RELEASE, 0))
+            usleep(5000);
         SN_REAL(cuMemRelease)(h[i]);
     }
 }
@@ -1371,6 +1379,8 @@ static void sn_victims_release(const sn_moves *p)
         const sn_move *m = &p->victims[i];
         for (int k = 0; k < m->bk.n; k++)
             if (!(m->given & (1u << k))) {
+                if (__builtin_expect(sn_opt.debug_break == SN_BREAK_SLOW_RELEASE, 0))
+                    usleep(5000);
                 SN_REAL(cuMemRelease)(m->bk.pc[k].h);
             }
     }
@@ -1897,7 +1907,13 @@ static void sn_acquire_abandon_locked(sn_arena *ar, sn_arena_ticket *t)
  * other threads' calls hold what could leave (they will finish), else it
  * fails. Called with the lock, returns SN_ACQ_AGAIN holding it again or
  * SN_ACQ_FAILED without it. */
-static int sn_acquire_no_room_locked(sn_arena *ar, sn_arena_ticket *t, sn_moves *p, uint64_t want, int *tries)
+/* How often one call has tried again: for want of room others hold, and
+ * after the driver refused a load memory. */
+typedef struct sn_tries {
+    int busy, lost;
+} sn_tries;
+
+static int sn_acquire_no_room_locked(sn_arena *ar, sn_arena_ticket *t, sn_moves *p, uint64_t want, sn_tries *tries)
 {
     sn_moves_undo_locked(ar, p);
     sn_acquire_abandon_locked(ar, t);
@@ -1910,7 +1926,7 @@ static int sn_acquire_no_room_locked(sn_arena *ar, sn_arena_ticket *t, sn_moves 
     sn_moves_free(p);
     sn_debug("device %d: %llu bytes wanted, not enough can leave (others pinned: %d)", ar->dev,
              (unsigned long long)want, others);
-    if (others && ++*tries < 2000) {
+    if (others && ++tries->busy < 2000) {
         usleep(500);
         sn_lock_take(&ar->lock);
         return SN_ACQ_AGAIN;
@@ -1927,7 +1943,7 @@ static int sn_acquire_no_room_locked(sn_arena *ar, sn_arena_ticket *t, sn_moves 
  * returns SN_ACQ_DONE without it (the call may go), SN_ACQ_AGAIN with it
  * (collect afresh) or SN_ACQ_FAILED without it. */
 static int sn_acquire_move_locked(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *t, uint64_t ws,
-                                  int *tries)
+                                  sn_tries *tries)
 {
     sn_moves p;
     memset(&p, 0, sizeof p);
@@ -1958,14 +1974,34 @@ static int sn_acquire_move_locked(sn_arena *ar, const sn_arena_request *rq, sn_a
         return SN_ACQ_DONE;
     }
     sn_acquire_abandon_locked(ar, t);
-    /* The device had less free memory than the budget says (memory
-     * libsn does not own: another process, or allocations made while
-     * libsn was starting): the budget shrinks to what could be had,
-     * and the call tries again within it. */
-    if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++*tries < 64) {
+    if (lost && ar->phys_bytes / ar->gran * ar->gran < ar->budget && ++tries->busy < 64) {
+        /* Memory another thread's move counted as given back under the
+         * lock is returned to the driver after it (no CUDA call under a
+         * lock): the driver may refuse this load only until then. The
+         * call waits and tries again (about 1 s at most) before
+         * believing the device short. */
+        if (tries->lost < 10) {
+            sn_lock_give(&ar->lock);
+            usleep(1000u << tries->lost);
+            tries->lost++;
+            sn_lock_take(&ar->lock);
+            ar->st.create_retries++;
+            return SN_ACQ_AGAIN;
+        }
+        /* The device has less free memory than the budget says (memory
+         * libsn does not own: another process, or allocations made while
+         * libsn was starting): the budget shrinks to what could be had,
+         * and the call tries again within it. */
         uint64_t nb = ar->phys_bytes / ar->gran * ar->gran;
-        sn_info("device %d: the device has less free memory than the budget; budget lowered "
-                "from %llu to %llu bytes", ar->dev, (unsigned long long)ar->budget, (unsigned long long)nb);
+        char held[32], old[32], now[32], other[32];
+        sn_arena_mib(held, sizeof held, ar->phys_bytes);
+        sn_arena_mib(old, sizeof old, ar->budget);
+        sn_arena_mib(now, sizeof now, nb);
+        sn_arena_mib(other, sizeof other, ar->total > ar->phys_bytes ? ar->total - ar->phys_bytes : 0);
+        sn_warn("device %d: the driver refuses more memory with libsn holding %s: up to %s of the device is "
+                "held outside libsn (another process, or memory libsn does not serve); budget lowered from %s "
+                "to %s",
+                ar->dev, held, other, old, now);
         ar->budget = nb;
         ar->st.budget = nb;
         if (ws <= nb)
@@ -1992,7 +2028,7 @@ int sn_arena_acquire(sn_arena *ar, const sn_arena_request *rq, sn_arena_ticket *
         return SN_ARENA_OK;
     }
     size_t cap = sizeof t->small / sizeof t->small[0];
-    int tries = 0;
+    sn_tries tries = {0, 0};
     sn_lock_take(&ar->lock);
     for (;;) {
         uint64_t now = ++ar->clock;

@@ -23,7 +23,7 @@ enum sn_policy {
 enum sn_workspace_choice { SN_WORKSPACE_AUTO, SN_WORKSPACE_KEEP, SN_WORKSPACE_MIN };
 /* SN_DEBUG_BREAK: deliberate residency bugs, for the tests that prove the
  * simulator catches them. */
-enum sn_debug_break { SN_BREAK_NONE, SN_BREAK_SKIP_SWAP_IN, SN_BREAK_EARLY_SWAP_OUT };
+enum sn_debug_break { SN_BREAK_NONE, SN_BREAK_SKIP_SWAP_IN, SN_BREAK_EARLY_SWAP_OUT, SN_BREAK_SLOW_RELEASE };
 
 /* SN_BUDGET: free memory, an absolute byte count, or a share of the device. */
 enum sn_size_kind { SN_SIZE_FREE = 0, SN_SIZE_BYTES = 1, SN_SIZE_PERCENT = 2 };

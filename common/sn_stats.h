@@ -39,6 +39,8 @@ typedef struct sn_manage_stats {
     uint64_t clean_drops;                /* evicted with a current host copy: nothing written back */
     uint64_t dead_loads;                 /* mapped for a call that overwrites it all: nothing copied in */
     uint64_t restored_loads;             /* ... whose call then failed: copied in from the host after all */
+    uint64_t create_retries;             /* loads tried again after the driver refused memory (another
+                                            thread's release on its way back) */
     uint64_t freed_drops;                /* freed blocks unmapped: contents dead, nothing written back */
     uint64_t predicted_drops;            /* dirty blocks dropped as predicted dead, not written back */
     uint64_t dropped_reads;              /* reads of contents dropped as predicted dead: libsn errors */

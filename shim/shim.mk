@@ -121,6 +121,13 @@ $(BUILD)/tests/sn_floor_rt: $(BUILD)/tests/sn_floor_rt.o $(SIM_LIBS)
 ALL_TARGETS += $(BUILD)/tests/sn_floor_rt
 TEST_SCRIPTS += tests/test_sn_floor.sh
 
+# Two threads, two streams, two cuBLAS handles on a full device.
+$(BUILD)/tests/sn_blas_threads: $(BUILD)/tests/sn_blas_threads.o $(SIM_LIBS) | $(SIM_DIR)/libcublas.so.13
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUBLAS) $(REAL_CUDART) -lpthread
+
+ALL_TARGETS += $(BUILD)/tests/sn_blas_threads
+TEST_SCRIPTS += tests/test_sn_budget_race.sh
+
 $(BUILD)/tests/test_sn_lock: $(BUILD)/tests/test_sn_lock.o $(BUILD)/common/sn_lock.o $(BUILD)/common/sn_log.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
 

@@ -53,6 +53,7 @@ static struct {
     int copies_d2h, copies_h2d;
     int under_lock;            /* driver calls made with the arena's lock held */
     int fail_creates;          /* cuMemCreate answers out of memory */
+    int fail_creates_n;        /* ... the next n times only (another thread's memory on its way back) */
     uint64_t phys_at_release;  /* the arena's account when the last release was made */
     cudaStream_t waited_stream;
     cudaEvent_t waited_event;
@@ -83,7 +84,9 @@ static CUresult fake_cuMemCreate(CUmemGenericAllocationHandle *h, size_t size, c
     (void)prop;
     (void)flags;
     note_call();
-    if (fake.fail_creates || size % GRAN) {
+    if (fake.fail_creates || fake.fail_creates_n > 0 || size % GRAN) {
+        if (fake.fail_creates_n > 0)
+            fake.fail_creates_n--;
         fake.create_fails++;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -568,6 +571,8 @@ static void test_failing_create_lowers_budget(void **state)
     fake.fail_creates = 1;
     assert_int_equal(use_block(ar, b, SN_WRITE | SN_OVERWRITE, NULL), SN_ARENA_OK);
     assert_true(fake.create_fails >= 1);
+    /* (tried again ten times first: the shortage lasted) */
+    assert_int_equal(ar->st.create_retries, 10);
     assert_int_equal(ar->budget, 2 * GRAN);
     assert_int_equal(ar->st.budget, 2 * GRAN);
     assert_true(b->resident);
@@ -587,6 +592,26 @@ static void test_failing_create_lowers_budget(void **state)
     fake.fail_creates = 0;
     assert_int_equal(use_block(ar, a, SN_READ, NULL), SN_ARENA_OK);
     assert_true(all_bytes((void *)a->va, 0x77, a->size));
+    assert_int_equal(fake.under_lock, 0);
+}
+
+/* cuMemCreate fails twice, then succeeds: memory another thread counted as
+ * given back was still on its way to the driver. The call waits and tries
+ * again; the budget stays as it was. */
+static void test_transient_create_failure_keeps_budget(void **state)
+{
+    sn_arena *ar = *state;
+    sn_block *a = alloc_block(ar, 2), *b = alloc_block(ar, 2);
+    fill(ar, a, 0x31);
+    uint64_t budget = ar->budget;
+    fake.fail_creates_n = 2;
+    assert_int_equal(use_block(ar, b, SN_WRITE | SN_OVERWRITE, NULL), SN_ARENA_OK);
+    assert_int_equal(fake.create_fails, 2);
+    assert_int_equal(ar->st.create_retries, 2);
+    assert_int_equal(ar->budget, budget);
+    assert_true(b->resident);
+    assert_true(a->resident);
+    assert_true(all_bytes((void *)a->va, 0x31, a->size));
     assert_int_equal(fake.under_lock, 0);
 }
 
@@ -672,6 +697,7 @@ int main(void)
         cmocka_unit_test_setup(test_working_set_over_budget_fails_cleanly, setup),
         cmocka_unit_test_setup(test_offload_reap_prefetch, setup),
         cmocka_unit_test_setup(test_pieces_cache_release_outside_lock, setup),
+        cmocka_unit_test_setup(test_transient_create_failure_keeps_budget, setup),
         cmocka_unit_test_setup(test_failing_create_lowers_budget, setup),
         cmocka_unit_test_setup(test_collect_phase, setup),
         cmocka_unit_test_setup(test_all_makes_everything_resident, setup),

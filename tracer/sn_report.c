@@ -539,7 +539,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"library_resident\":%llu,"
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
                "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
-               "\"dead_loads\":%llu,\"restored_loads\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"own_waits\":%llu,\"largest_need\":%llu,"
+               "\"dead_loads\":%llu,\"restored_loads\":%llu,\"create_retries\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"own_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
                "\"predicted_drops\":%llu,\"dropped_reads\":%llu,\"workspace\":\"%s\",\"algo_searches\":%llu,"
@@ -556,7 +556,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->swap_out_bytes, (unsigned long long)s->host_peak,
             (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
             (unsigned long long)s->freed_drops, (unsigned long long)s->dead_loads,
-            (unsigned long long)s->restored_loads, (unsigned long long)s->fences, (unsigned long long)s->host_waits,
+            (unsigned long long)s->restored_loads, (unsigned long long)s->create_retries,
+            (unsigned long long)s->fences, (unsigned long long)s->host_waits,
             (unsigned long long)s->own_waits, (unsigned long long)s->largest_need,
             (unsigned long long)((s->largest_need + s->granularity) / s->granularity * s->granularity),
             (unsigned long long)s->oom_calls, (unsigned long long)s->oom_allocs, s->stall_in_ms, s->stall_out_ms,
