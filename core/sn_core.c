@@ -702,6 +702,7 @@ typedef struct sn_word_cached {
     uint64_t gen;            /* 0: empty */
     uintptr_t base;          /* 0: no device allocation holds the word */
     uint64_t size;
+    int stored;              /* the allocation holds device addresses (sn_alloc.nstored != 0) */
 } sn_word_cached;
 static __thread const sn_kernel_layout *sn_kcache[SN_KCACHE_SLOTS] __attribute__((tls_model("initial-exec")));
 static __thread sn_word_cached sn_word_cache[SN_WORD_SLOTS] __attribute__((tls_model("initial-exec")));
@@ -729,7 +730,95 @@ static sn_word_cached *sn_kernel_word(uintptr_t v, uint64_t gen, int *locked)
     e->gen = sn_reg.gen;
     e->base = dev ? a->base : 0;
     e->size = dev ? a->size : 0;
+    e->stored = dev && a->nstored != 0;
     return e;
+}
+
+/* A kernel given memory that holds device addresses may reach what they
+ * point to: those allocations too, read and written (the registry's lock
+ * is held: *locked). Opaque when there were too many to keep. */
+static void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *locked)
+{
+    if (!*locked) {
+        sn_lock_take(&sn_reg_lock);
+        *locked = 1;
+    }
+    const sn_alloc *holder = sn_reg_find_locked(&sn_reg, base);
+    if (!holder || holder->nstored < 0) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    int n = holder->nstored;
+    for (int i = 0; i < n; i++) {
+        const sn_word_cached *t = sn_kernel_word(holder->stored[i], gen, locked);
+        int dup = !t->base;
+        for (int r = 0; r < c->nranges && !dup; r++)
+            dup = c->range[r].addr == t->base;
+        if (!dup)
+            sn_call_range(c, (void *)t->base, t->size, SN_READ | SN_WRITE);
+    }
+}
+
+/* Host words about to be copied into dst that are addresses inside device
+ * allocations: dst's allocation then holds them, and a kernel given it may
+ * reach those allocations (sn_kernel_stored). Only small copies are read
+ * (arrays of pointers are small: a batch of matrices, a list of tensors); a
+ * word is a candidate when it could be a user-space address at all. A copy
+ * over the whole allocation replaces what was known; a part adds to it. */
+#define SN_STORED_SCAN_MAX 16384
+#define SN_STORED_KEEP 256
+static int sn_could_be_address(uintptr_t v)
+{
+    return v >= 65536 && v < ((uintptr_t)1 << 47) && !(v & 3);
+}
+
+void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
+{
+    if (!sn_core_ready || !host || bytes < sizeof(uintptr_t) || bytes > SN_STORED_SCAN_MAX)
+        return;
+    const unsigned char *h = host;
+    size_t nw = bytes / sizeof(uintptr_t), first = nw;
+    for (size_t i = 0; i < nw && first == nw; i++) {
+        uintptr_t v;
+        memcpy(&v, h + i * sizeof v, sizeof v);
+        if (sn_could_be_address(v))
+            first = i;
+    }
+    sn_lock_take(&sn_reg_lock);
+    sn_alloc *d = sn_reg_find_locked(&sn_reg, (uintptr_t)dst);
+    if (!d || !(d->kind & SN_KIND_ANY_DEVICE) || (first == nw && !d->nstored)) {
+        sn_lock_give(&sn_reg_lock);
+        return;
+    }
+    int before = d->nstored;
+    if ((uintptr_t)dst == d->base && bytes >= d->size && d->nstored > 0)
+        d->nstored = 0; /* all of it overwritten: what it held is gone */
+    for (size_t i = first; i < nw && d->nstored >= 0; i++) {
+        uintptr_t v;
+        memcpy(&v, h + i * sizeof v, sizeof v);
+        const sn_alloc *a = sn_could_be_address(v) ? sn_reg_find_locked(&sn_reg, v) : NULL;
+        if (!a || !(a->kind & SN_KIND_ANY_DEVICE))
+            continue;
+        int known = 0;
+        for (int k = 0; k < d->nstored && !known; k++)
+            known = d->stored[k] == a->base;
+        if (known)
+            continue;
+        if (d->nstored >= SN_STORED_KEEP) {
+            free(d->stored);
+            d->stored = NULL;
+            d->nstored = -1;
+            break;
+        }
+        if (!d->stored && !(d->stored = malloc(SN_STORED_KEEP * sizeof *d->stored))) {
+            d->nstored = -1;
+            break;
+        }
+        d->stored[d->nstored++] = a->base;
+    }
+    if (d->nstored != before)
+        sn_reg_touch_locked(&sn_reg);
+    sn_lock_give(&sn_reg_lock);
 }
 
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
@@ -785,6 +874,8 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
                     dup |= c->range[r].addr == a->base;
                 if (!dup)
                     sn_call_range(c, (void *)a->base, a->size, SN_READ | SN_WRITE);
+                if (__builtin_expect(a->stored, 0))
+                    sn_kernel_stored(c, a->base, gen, &locked);
             }
         }
     }

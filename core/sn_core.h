@@ -75,6 +75,10 @@ int sn_core_pointer_kind(const void *p);
  * points into a known device allocation makes that whole allocation read
  * and written. Marks the call opaque when the layout is unknown. */
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args);
+/* A host-to-device copy of bytes from host into dst is about to be made:
+ * device addresses among its words make dst memory that holds pointers,
+ * and a kernel given it is taken to touch what they point to. */
+void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes);
 
 /* CUDA graphs (core/sn_graphs.c). A call issued to a capturing stream is
  * forwarded untouched (it runs at the graph's launch, not now) and its

@@ -24,6 +24,7 @@ void sn_reg_destroy(sn_registry *r)
     sn_alloc *a, *tmp;
     HASH_ITER(hh, r->by_base, a, tmp) {
         HASH_DEL(r->by_base, a);
+        free(a->stored);
         free(a);
     }
     sn_phys *p, *ptmp;
@@ -120,6 +121,8 @@ void sn_reg_remove_locked(sn_registry *r, sn_alloc *a)
 
 void sn_reg_release(sn_alloc *a)
 {
+    if (a)
+        free(a->stored);
     free(a);
 }
 
@@ -127,6 +130,9 @@ void sn_reg_release(sn_alloc *a)
  * that allocate per step make one insertion and one removal per tensor. */
 void sn_reg_recycle_locked(sn_registry *r, sn_alloc *a)
 {
+    free(a->stored);
+    a->stored = NULL;
+    a->nstored = 0;
     a->next_spare = r->spare;
     r->spare = a;
 }

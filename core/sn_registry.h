@@ -50,6 +50,12 @@ typedef struct sn_alloc {
     int dev;
     uint32_t trace_id;   /* the tracer's record of this allocation, SN_NO_TRACE_ID if none */
     void *managed;       /* the allocator's record, NULL when libsn does not own the memory */
+    /* device memory that holds addresses of device allocations (copied
+     * there from the host): a kernel given it may reach those too.
+     * stored: the addresses seen (nstored of them); nstored < 0: too many
+     * to keep, the kernel is opaque */
+    uintptr_t *stored;
+    int nstored;
     struct sn_alloc *next_spare;
     UT_hash_handle hh;
 } sn_alloc;
@@ -95,6 +101,12 @@ static inline uint64_t sn_reg_gen(const sn_registry *r)
     return __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE);
 }
 void sn_reg_destroy(sn_registry *r);
+/* Something recorded of an allocation changed (not its extent): what was
+ * resolved before is looked up again. */
+static inline void sn_reg_touch_locked(sn_registry *r)
+{
+    __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+}
 
 /* Records [base, base+size). Allocations it overlaps are stale (freed by a
  * path libsn did not see) and are removed first; each is handed to

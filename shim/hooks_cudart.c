@@ -78,6 +78,8 @@ static void sn_describe_copy2d(sn_call *c, const sn_copy2d *cp)
     const void *host = c->op == SN_OP_MEMCPY_H2D ? src : c->op == SN_OP_MEMCPY_D2H ? dst : NULL;
     if (host && sn_core_pointer_kind(host) == SN_KIND_HOST)
         c->flags |= SN_CALL_HOST_PINNED;
+    if (c->op == SN_OP_MEMCPY_H2D && height == 1)
+        sn_core_note_stored(dst, src, width);
     int shape[2] = {(int)height, (int)width};
     sn_call_shape(c, 2, shape);
     c->params = sn_hash_mix(sn_hash_mix(c->params, dpitch), spitch);

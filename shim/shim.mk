@@ -119,6 +119,12 @@ $(BUILD)/tests/sn_floor_rt: $(BUILD)/tests/sn_floor_rt.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)
 
 ALL_TARGETS += $(BUILD)/tests/sn_floor_rt
+
+# Kernels that reach buffers through pointers stored in device memory.
+$(BUILD)/tests/sn_ptrarray: $(BUILD)/tests/sn_ptrarray.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_ptrarray
 TEST_SCRIPTS += tests/test_sn_floor.sh
 
 # Two threads, two streams, two cuBLAS handles on a full device.

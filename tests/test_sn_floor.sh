@@ -10,7 +10,11 @@
 # leave fresh memory where the old contents were and the capture would be
 # broken by libsn's own waits and events, and in trace mode, where the
 # graph's launch is described by what its captured nodes touch rather
-# than counted as opaque. Prints TAP-like "ok"/"not ok" lines.
+# than counted as opaque. tests/sn_ptrarray.c's kernels reach buffers only
+# through an array of device addresses the program copied to the device:
+# libsn must make those buffers resident too (it reads the addresses as
+# they are copied), at a third of the peak, byte for byte. Prints TAP-like
+# "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 prog="$BUILD_DIR/tests/sn_floor_rt"
@@ -45,3 +49,19 @@ SN_MODE=trace SN_REPORT="$tmp/trace.json" LD_PRELOAD="$SN_PRELOAD" "$prog" >"$tm
 check "trace mode: the same output as without libsn" "cmp -s '$tmp/plain.out' '$tmp/trace.out'"
 check "trace mode: the captured graph's launches are not opaque (opaque calls: $(json "$tmp/trace.json" run.opaque_calls))" \
     "[ \"\$(json '$tmp/trace.json' run.opaque_calls)\" = 0 ]"
+
+# pointers stored in device memory
+ptrs="$BUILD_DIR/tests/sn_ptrarray"
+"$ptrs" >"$tmp/ptrs.out" 2>&1 || { echo "not ok - sn_ptrarray without libsn failed"; exit 1; }
+peak=$(peak_of "$ptrs")
+have_bytes "sn_ptrarray's peak" peak_bytes "$peak" || exit 1
+budget=$((peak / 3))
+SN_MODE=manage SN_BUDGET=$budget SN_REPORT="$tmp/ptrs.json" LD_PRELOAD="$SN_PRELOAD" "$ptrs" \
+    >"$tmp/ptrs-manage.out" 2>"$tmp/ptrs-manage.err"
+check "kernels through a device array of pointers, manage mode at a third of the peak ($budget bytes): the same results" \
+    "cmp -s '$tmp/ptrs.out' '$tmp/ptrs-manage.out'" || sed 's/^/# /' "$tmp/ptrs-manage.err" | head -4
+check "... where the listed buffers had left the device (evictions: $(json "$tmp/ptrs.json" manage.evictions))" \
+    "[ \"\$(json '$tmp/ptrs.json' manage.evictions)\" -gt 0 ]"
+SN_MODE=trace SN_REPORT="$tmp/ptrs-trace.json" LD_PRELOAD="$SN_PRELOAD" "$ptrs" >"$tmp/ptrs-trace.out" 2>&1
+check "... and in trace mode not opaque (opaque calls: $(json "$tmp/ptrs-trace.json" run.opaque_calls))" \
+    "[ \"\$(json '$tmp/ptrs-trace.json' run.opaque_calls)\" = 0 ] && cmp -s '$tmp/ptrs.out' '$tmp/ptrs-trace.out'"

@@ -1,0 +1,87 @@
+/*
+ * sn_ptrarray.c — kernels that reach buffers through pointers stored in
+ * device memory, as batched GEMMs and optimisers' multi-tensor kernels do:
+ * the host writes an array of device addresses, copies it to the device,
+ * and a kernel given only that array (and a count) scales every buffer it
+ * lists. Each round lists a few of the buffers, and the
+ * buffers not listed are read meanwhile, so that a memory manager at a
+ * third of the program's memory has moved listed ones off the device.
+ * Prints every buffer's checksum at the end; test_sn_floor.sh requires the
+ * same output with and without libsn.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "sim/simgpu.h"
+
+#define NBUF 15
+#define NPER 3
+#define COUNT (512u * 1024u) /* floats: 2 MiB */
+
+/* scale_listed(float **list, int n, float k): every float of every buffer
+ * listed, times k, plus its index in the list */
+static void scale_listed(void **args, dim3 grid, dim3 block)
+{
+    (void)grid;
+    (void)block;
+    float *const *list = *(float *const **)args[0];
+    int n = *(const int *)args[1];
+    float k = *(const float *)args[2];
+    for (int i = 0; i < n; i++)
+        for (size_t e = 0; e < COUNT; e++)
+            list[i][e] = list[i][e] * k + (float)i;
+}
+
+int main(void)
+{
+    if (!simgpu_available()) {
+        printf("needs the simulated device (host kernels)\n");
+        return 77;
+    }
+    static const size_t sizes[3] = {sizeof(void *), sizeof(int), sizeof(float)};
+    if (simgpu_register_host_kernel(scale_listed, "scale_listed", 3, sizes) != 0)
+        return 1;
+    float *buf[NBUF], **list_dev;
+    float *host = malloc(COUNT * sizeof *host);
+    if (!host || cudaMalloc((void **)&list_dev, NPER * sizeof *list_dev) != cudaSuccess)
+        return 1;
+    for (int b = 0; b < NBUF; b++) {
+        for (size_t e = 0; e < COUNT; e++)
+            host[e] = (float)((e * 3 + (size_t)b * 7) % 11) - 5.0f;
+        if (cudaMalloc((void **)&buf[b], COUNT * sizeof(float)) != cudaSuccess ||
+            cudaMemcpy(buf[b], host, COUNT * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
+            return 1;
+    }
+    for (int round = 0; round < 6; round++) {
+        float *list[NPER];
+        for (int i = 0; i < NPER; i++)
+            list[i] = buf[(round * 5 + i * 3) % NBUF];
+        if (cudaMemcpy(list_dev, list, sizeof list, cudaMemcpyHostToDevice) != cudaSuccess)
+            return 1;
+        /* the others are read: under a budget the listed ones leave */
+        float x;
+        for (int b = NBUF - 1; b >= 0; b--)
+            cudaMemcpy(&x, buf[b] + round, sizeof x, cudaMemcpyDeviceToHost);
+        int n = NPER;
+        float k = 0.5f + 0.25f * (float)round;
+        void *args[3] = {&list_dev, &n, &k};
+        dim3 one = {1, 1, 1};
+        cudaError_t rc = cudaLaunchKernel((const void *)scale_listed, one, one, args, 0, NULL);
+        printf("round %d: launch %d\n", round, (int)rc);
+    }
+    printf("sync: %d\n", (int)cudaDeviceSynchronize());
+    for (int b = 0; b < NBUF; b++) {
+        uint64_t s = 0xcbf29ce484222325ull;
+        if (cudaMemcpy(host, buf[b], COUNT * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+            return 1;
+        const unsigned char *p = (const unsigned char *)host;
+        for (size_t e = 0; e < COUNT * sizeof(float); e++)
+            s = (s ^ p[e]) * 0x100000001b3ull;
+        printf("buffer %d: %016llx\n", b, (unsigned long long)s);
+    }
+    return 0;
+}
