@@ -28,7 +28,8 @@ typedef void (*simgpu_host_kernel_fn)(void **args, dim3 grid, dim3 block);
  * that a program or a simulated library can load CPU-bodied kernels and
  * launch them purely through the driver API (cuModuleGetFunction finds them
  * by name; cuFuncGetParamInfo reports the natural-alignment layout). The
- * driver copies what it needs while loading. */
+ * driver copies what it needs while loading. As for registered host
+ * kernels, SIMGPU_COMPUTE=0 times the launches without running the bodies. */
 #define SIMGPU_HOST_MODULE_MAGIC 0x4d54534f484d4953ULL /* "SIMHOSTM" */
 typedef struct simgpu_host_module_kernel {
     const char *name;
