@@ -293,3 +293,13 @@ CUresult cuCtxSynchronize(void)
     CUresult r = sim_need_ctx();
     return r != CUDA_SUCCESS ? r : simgpu_device_synchronize();
 }
+
+int sim_ctx_dev_of(CUcontext c)
+{
+    if (!c)
+        return -1;
+    pthread_mutex_lock(&g_sim.lock);
+    int dev = ctx_usable_locked(c) == CUDA_SUCCESS ? c->dev : -1;
+    pthread_mutex_unlock(&g_sim.lock);
+    return dev;
+}

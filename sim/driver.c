@@ -441,9 +441,12 @@ static void *own_symbol(const char *symbol, int per_thread)
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *status)
 {
-    (void)version;
     if (!symbol || !pfn)
         return CUDA_ERROR_INVALID_VALUE;
+    /* From CUDA 12.0 on, cuGraphInstantiate is cuGraphInstantiateWithFlags
+     * (cuda.h maps the name); the driver hands that out for it. */
+    if (version >= 12000 && strcmp(symbol, "cuGraphInstantiate") == 0)
+        symbol = "cuGraphInstantiateWithFlags";
     *pfn = own_symbol(symbol, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
     if (status)
         *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;

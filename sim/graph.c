@@ -448,7 +448,8 @@ static void replay(const struct sim_node *n, CUstream s)
         simgpu_memset(n->u.set.dst, n->u.set.value, n->u.set.elem, n->u.set.count, s, 0);
         break;
     case SIM_NODE_SET2D:
-        simgpu_memset2d(n->u.set.dst, n->u.set.pitch, n->u.set.value, n->u.set.width, n->u.set.height, s, 0);
+        simgpu_memset2d_elem(n->u.set.dst, n->u.set.pitch, n->u.set.value, n->u.set.elem, n->u.set.width,
+                             n->u.set.height, s, 0);
         break;
     case SIM_NODE_PEER:
         simgpu_memcpy_peer(n->u.peer.dst, n->u.peer.dst_dev, n->u.peer.src, n->u.peer.src_dev, n->u.peer.bytes, s, 0);
@@ -588,4 +589,38 @@ CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n)
 {
     CUresult need = sim_need_init();
     return need != CUDA_SUCCESS ? need : simgpu_graph_nodes(g, nodes, n);
+}
+
+/* The status and the id of a capture. Its graph and dependency set are not
+ * kept in a form that could be handed out while it is under way (a
+ * sequence, not a graph), so asking for them is refused rather than
+ * answered wrongly. */
+CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                                const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    CUresult need = sim_need_ctx_for_stream(s);
+    if (need != CUDA_SUCCESS)
+        return need;
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    int st = 0;
+    CUresult rc = simgpu_stream_is_capturing(s, &st);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE && (graph || deps || edges || ndeps))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *status = (CUstreamCaptureStatus)st;
+    if (id && st != CU_STREAM_CAPTURE_STATUS_NONE) {
+        pthread_mutex_lock(&g_sim.lock);
+        *id = sim_capture_id_locked(s);
+        pthread_mutex_unlock(&g_sim.lock);
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                                        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps);
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                                        const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    return cuStreamGetCaptureInfo(s ? s : CU_STREAM_PER_THREAD, status, id, graph, deps, edges, ndeps);
 }

@@ -1,5 +1,5 @@
 /*
- * kernels.c — kernel registration and launch on the simulated device.
+ * kernels.c — the runtime's kernel registration and launch entry points.
  *
  * Two kinds of launchable functions exist here. Functions that nvcc's host
  * stubs register from a fat binary (__cudaRegisterFatBinary /
@@ -15,8 +15,12 @@
  *
  * nvcc 13's stubs launch through __cudaGetKernel + __cudaPopCallConfiguration
  * + __cudaLaunchKernel(cudaKernel_t, ...); the kernel handle we hand out is
- * the registry entry itself.
+ * the registry entry itself, which is also the function's CUfunction.
  *
+ * The registry, the fat-binary reading and the launch itself are the
+ * driver's (sim/module.c): the runtime registers there and launches through
+ * cuLaunchKernel, taken once from cuGetProcAddress as the real runtime
+ * takes it (sim/drvproc.h), so an interposer sees the nested driver launch.
  * On a capturing stream a launch or a host function is recorded as a graph
  * node (with a copy of the kernel's arguments) and runs when the graph is
  * launched (sim/graph.c).
@@ -26,141 +30,49 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
-#include <uthash.h>
 
-#include "sim/fatbin.h"
+#include "sim/drvproc.h"
 #include "sim/simcore.h"
 #include "sim/simgpu.h"
 #include "sim/simrt.h"
 
-/* Nominal duration of a modelled kernel whose work is unknown. */
-#define SIM_KERNEL_NS 10000.0
-#define SIM_MAX_PARAMS 64
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
+typedef CUresult (*func_name_fn)(const char **, CUfunction);
 
-enum { KERNEL_FATBIN = 1, KERNEL_HOST = 2 };
+static struct {
+    launch_fn launch;
+    param_info_fn param_info;
+    func_name_fn name;
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
-/* nparams of a fat-binary kernel before its layout has been looked up, and
- * when its fat binary says nothing readable about it. */
-#define LAYOUT_UNREAD (-2)
-#define LAYOUT_UNKNOWN (-1)
-
-struct fatbin;
-
-/* Registered functions are never removed (a stale host stub still finds its
- * entry); what may change, under g_klock, is a fat-binary kernel's layout
- * and fat binary. */
-struct kernel {
-    const void *key;              /* host stub or host function */
-    int kind;
-    simgpu_host_kernel_fn fn;
-    char name[128];               /* label on the timeline */
-    char *symbol;                 /* fat-binary kernel: its device symbol, whole */
-    struct fatbin *fatbin;        /* ... and where it came from, while registered */
-    int nparams;
-    struct simfb_param *params;
-    UT_hash_handle hh;
-};
-
-static struct kernel *g_kernels;
-/* Guards the kernel table, the fat-binary list and layout reading. */
-static pthread_mutex_t g_klock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct kernel *kernel_lookup(const void *key)
+static void drv_resolve(void)
 {
-    struct kernel *k;
-    pthread_mutex_lock(&g_klock);
-    HASH_FIND_PTR(g_kernels, &key, k);
-    if (!k) {
-        /* A cudaKernel_t handle is the entry itself. */
-        for (struct kernel *it = g_kernels; it; it = it->hh.next)
-            if ((const void *)it == key) {
-                k = it;
-                break;
-            }
-    }
-    pthread_mutex_unlock(&g_klock);
-    return k;
+    drv.launch = (launch_fn)simgpu_driver_proc("cuLaunchKernel");
+    drv.param_info = (param_info_fn)simgpu_driver_proc("cuFuncGetParamInfo");
+    drv.name = (func_name_fn)simgpu_driver_proc("cuFuncGetName");
 }
 
-static struct kernel *kernel_add(const void *key, int kind, const char *name)
-{
-    struct kernel *k;
-    pthread_mutex_lock(&g_klock);
-    HASH_FIND_PTR(g_kernels, &key, k);
-    if (!k) {
-        k = calloc(1, sizeof *k);
-        if (!k) {
-            pthread_mutex_unlock(&g_klock);
-            return NULL;
-        }
-        k->key = key;
-        HASH_ADD_PTR(g_kernels, key, k);
-    }
-    /* A function registered again (a library loaded anew) starts over. */
-    k->kind = kind;
-    strncpy(k->name, name ? name : "?", sizeof k->name - 1);
-    free(k->symbol);
-    k->symbol = NULL;
-    k->fatbin = NULL;
-    free(k->params);
-    k->params = NULL;
-    k->nparams = LAYOUT_UNKNOWN;
-    pthread_mutex_unlock(&g_klock);
-    return k;
-}
+static void drv_init(void) { pthread_once(&drv_once, drv_resolve); }
 
 int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name, int nparams,
                                      const size_t *sizes);
 int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name, int nparams,
                                      const size_t *sizes)
 {
-    if (!fn || nparams < 0 || nparams > SIM_MAX_PARAMS || (nparams && !sizes))
-        return -1;
-    struct simfb_param *params = NULL;
-    if (nparams && !(params = calloc((size_t)nparams, sizeof *params)))
-        return -1;
-    size_t off = 0;
-    for (int i = 0; i < nparams; i++) {
-        size_t a = sizes[i] >= 8 ? 8 : sizes[i] >= 4 ? 4 : sizes[i] >= 2 ? 2 : 1;
-        off = (off + a - 1) / a * a;
-        params[i].offset = (uint32_t)off;
-        params[i].size = (uint32_t)sizes[i];
-        off += sizes[i];
-    }
-    struct kernel *k = kernel_add((const void *)fn, KERNEL_HOST, name);
-    if (!k) {
-        free(params);
-        return -1;
-    }
-    pthread_mutex_lock(&g_klock);
-    k->fn = fn;
-    k->params = params;
-    k->nparams = nparams;
-    pthread_mutex_unlock(&g_klock);
-    return 0;
+    return simgpu_func_register_host((const void *)fn, name, nparams, sizes);
 }
 
 /* ---- nvcc registration ------------------------------------------------------ */
 
-/* Registered fat binaries stay listed until unregistered, as the runtime
- * keeps its modules; the handle is the address of the first member. Their
- * metadata is read when the first layout of one of their kernels is asked
- * for, once. */
+/* The handle nvcc keeps is the address of the first member; the fat binary
+ * itself is a module of the driver's registry. */
 struct fatbin {
     void *cubin;                  /* the __fatBinC_Wrapper_t nvcc registers */
-    struct fatbin *next;
-    int read;
-    simfb *meta;                  /* NULL: nothing readable */
+    void *mod;
 };
-static struct fatbin *g_fatbins;
-
-static struct fatbin *fatbin_of_locked(void **handle)
-{
-    for (struct fatbin *f = g_fatbins; f; f = f->next)
-        if (&f->cubin == handle)
-            return f;
-    return NULL;
-}
 
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
@@ -168,10 +80,7 @@ void **__cudaRegisterFatBinary(void *fatCubin)
     if (!f)
         return NULL;
     f->cubin = fatCubin;
-    pthread_mutex_lock(&g_klock);
-    f->next = g_fatbins;
-    g_fatbins = f;
-    pthread_mutex_unlock(&g_klock);
+    f->mod = simgpu_fatbin_register(fatCubin);
     return &f->cubin;
 }
 
@@ -179,41 +88,21 @@ void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
 
 void __cudaUnregisterFatBinary(void **handle)
 {
-    pthread_mutex_lock(&g_klock);
-    for (struct fatbin **pp = &g_fatbins; *pp; pp = &(*pp)->next)
-        if (&(*pp)->cubin == handle) {
-            struct fatbin *f = *pp;
-            *pp = f->next;
-            /* Its kernels keep a layout already read; the others have
-             * nothing left to read it from. */
-            for (struct kernel *k = g_kernels; k; k = k->hh.next)
-                if (k->fatbin == f) {
-                    k->fatbin = NULL;
-                    if (k->nparams == LAYOUT_UNREAD)
-                        k->nparams = LAYOUT_UNKNOWN;
-                }
-            simfb_free(f->meta);
-            free(f);
-            break;
-        }
-    pthread_mutex_unlock(&g_klock);
+    if (!handle)
+        return;
+    struct fatbin *f = (struct fatbin *)handle;
+    simgpu_fatbin_unregister(f->mod);
+    free(f);
 }
 
 void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize)
 {
     (void)thread_limit; (void)tid; (void)bid; (void)bDim; (void)gDim; (void)wSize;
-    struct kernel *k = kernel_add(hostFun, KERNEL_FATBIN, deviceName);
-    if (!k)
-        return;
     /* The metadata is keyed by the device symbol (deviceFun); nvcc passes
      * the same string as deviceName. */
     const char *symbol = deviceFun ? deviceFun : deviceName;
-    pthread_mutex_lock(&g_klock);
-    k->symbol = symbol ? strdup(symbol) : NULL;
-    k->fatbin = fatbin_of_locked(handle);
-    k->nparams = k->symbol && k->fatbin ? LAYOUT_UNREAD : LAYOUT_UNKNOWN;
-    pthread_mutex_unlock(&g_klock);
+    simgpu_func_register_stub(hostFun, handle ? ((struct fatbin *)handle)->mod : NULL, symbol, deviceName);
 }
 
 void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
@@ -263,79 +152,60 @@ cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, v
 
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun)
 {
-    struct kernel *k = kernel_lookup(hostFun);
-    if (!kernel || !k)
+    CUfunction f = simgpu_func_lookup(hostFun);
+    if (!kernel || !f)
         return simrt_fail(cudaErrorInvalidDeviceFunction);
-    *kernel = (cudaKernel_t)k;
+    *kernel = (cudaKernel_t)f;
     return cudaSuccess;
+}
+
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t *out, const void *symbol)
+{
+    SIMRT_NEED_CTX();
+    if (!out)
+        return simrt_fail(cudaErrorInvalidValue);
+    CUfunction f = simgpu_func_lookup(symbol);
+    if (!f)
+        return simrt_fail(cudaErrorInvalidDeviceFunction);
+    *out = (cudaFunction_t)f;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    SIMRT_NEED_CTX();
+    if (!name)
+        return simrt_fail(cudaErrorInvalidValue);
+    CUfunction f = simgpu_func_lookup(func);
+    if (!f)
+        return simrt_fail(cudaErrorInvalidDeviceFunction);
+    drv_init();
+    return drv.name ? simrt_error(drv.name(name, f)) : simrt_fail(cudaErrorInitializationError);
 }
 
 /* ---- launch --------------------------------------------------------------- */
 
-static void run_kernel(const struct kernel *k, dim3 grid, dim3 block, void **args, CUstream s)
-{
-    simgpu_enqueue(s, SIMGPU_COMPUTE, SIM_KERNEL_NS, k->name);
-    if (k->kind == KERNEL_HOST && simgpu_compute_enabled())
-        k->fn(args, grid, block);
-}
-
-/* A launch captured into a graph keeps a copy of its arguments, as CUDA
- * does: the caller's argument buffers may be gone by the time the graph
- * runs. Fat-binary kernels have no layout and no body, so nothing to copy. */
-struct launch_node {
-    const struct kernel *k;
-    dim3 grid, block;
-    void *argv[SIM_MAX_PARAMS];
-    unsigned char data[];
-};
-
-static void run_launch_node(void *payload, CUstream s)
-{
-    struct launch_node *n = payload;
-    run_kernel(n->k, n->grid, n->block, n->argv, s);
-}
-
-static cudaError_t capture_launch(const struct kernel *k, dim3 grid, dim3 block, void **args, cudaStream_t s)
-{
-    size_t bytes = 0;
-    int copy = k->kind == KERNEL_HOST && args && k->nparams > 0;
-    if (copy)
-        bytes = k->params[k->nparams - 1].offset + k->params[k->nparams - 1].size;
-    struct launch_node *n = calloc(1, sizeof *n + bytes);
-    if (!n)
-        return simrt_fail(cudaErrorMemoryAllocation);
-    n->k = k;
-    n->grid = grid;
-    n->block = block;
-    for (int i = 0; copy && i < k->nparams; i++) {
-        memcpy(n->data + k->params[i].offset, args[i], k->params[i].size);
-        n->argv[i] = n->data + k->params[i].offset;
-    }
-    return simrt_error(simgpu_capture_callback((CUstream)s, run_launch_node, n, free, k->name));
-}
-
+/* The runtime's own checks come first, with the runtime's codes; the
+ * launch itself is the driver's. */
 static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
-    (void)shmem;
     SIMRT_NEED_CTX();
-    struct kernel *k = kernel_lookup(func);
-    if (!k)
+    CUfunction f = simgpu_func_lookup(func);
+    if (!f)
         return simrt_fail(cudaErrorInvalidDeviceFunction);
     if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+        grid.y > 65535 || grid.z > 65535 || block.z > 64 ||
         (unsigned long long)block.x * block.y * block.z > 1024)
         return simrt_fail(cudaErrorInvalidConfiguration);
     if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
         return simrt_fail(cudaErrorInvalidResourceHandle);
-    if (k->kind == KERNEL_FATBIN && simgpu_compute_enabled())
+    if (!simgpu_func_has_body(f) && simgpu_compute_enabled())
         return simrt_fail(cudaErrorNoKernelImageForDevice);
-    int record;
-    CUresult r = simgpu_capture_check((CUstream)s, &record);
-    if (r != CUDA_SUCCESS)
-        return simrt_error(r);
-    if (record)
-        return capture_launch(k, grid, block, args, s);
-    run_kernel(k, grid, block, args, (CUstream)s);
-    return cudaSuccess;
+    drv_init();
+    if (!drv.launch)
+        return simrt_fail(cudaErrorInitializationError);
+    return simrt_error(drv.launch(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)shmem,
+                                  (CUstream)s, args, NULL));
 }
 
 #define PTDS ((cudaStream_t)CU_STREAM_PER_THREAD)
@@ -414,37 +284,16 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *user)
     return cudaSuccess;
 }
 
-/* Reads a fat-binary kernel's layout on first use (parsing, and for
- * compressed entries decompressing, is paid by programs that ask). */
-static void read_layout_locked(struct kernel *k)
-{
-    if (k->nparams != LAYOUT_UNREAD)
-        return;
-    struct fatbin *f = k->fatbin;
-    if (!f->read) {
-        f->read = 1;
-        f->meta = simfb_load(f->cubin);
-    }
-    k->nparams = f->meta ? simfb_params(f->meta, k->symbol, &k->params) : LAYOUT_UNKNOWN;
-}
-
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t index, size_t *offset, size_t *size)
 {
-    struct kernel *k = kernel_lookup(func);
-    if (!k)
+    SIMRT_NEED_CTX();
+    CUfunction f = simgpu_func_lookup(func);
+    if (!f)
         return simrt_fail(cudaErrorInvalidDeviceFunction);
     if (!offset || !size)
         return simrt_fail(cudaErrorInvalidValue);
-    pthread_mutex_lock(&g_klock);
-    read_layout_locked(k);
-    /* A kernel whose metadata could not be read answers as for an index
-     * past its last parameter: callers must not take that for "no
-     * parameters" (libsn does not). */
-    int known = k->nparams >= 0 && index < (size_t)k->nparams;
-    if (known) {
-        *offset = k->params[index].offset;
-        *size = k->params[index].size;
-    }
-    pthread_mutex_unlock(&g_klock);
-    return known ? cudaSuccess : simrt_fail(cudaErrorInvalidValue);
+    drv_init();
+    if (!drv.param_info)
+        return simrt_fail(cudaErrorInitializationError);
+    return simrt_error(drv.param_info(f, index, offset, size));
 }

@@ -194,16 +194,23 @@ CUresult simgpu_memset(void *dst, unsigned value, size_t elem_size, size_t count
 
 CUresult simgpu_memset2d(void *dst, size_t pitch, unsigned value, size_t width, size_t height, CUstream s, int sync)
 {
+    return simgpu_memset2d_elem(dst, pitch, value, 1, width, height, s, sync);
+}
+
+CUresult simgpu_memset2d_elem(void *dst, size_t pitch, unsigned value, size_t elem, size_t count, size_t height,
+                              CUstream s, int sync)
+{
     simgpu_init();
-    if (width == 0 || height == 0)
+    size_t width = elem * count;
+    if (count == 0 || height == 0)
         return CUDA_SUCCESS;
     if (!dst || width > pitch || simgpu_device_of(dst) < 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (simgpu_stream_check(s) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_HANDLE;
     struct sim_node n = {.kind = SIM_NODE_SET2D, .name = "memset2D"};
-    n.u.set.dst = dst, n.u.set.value = value, n.u.set.pitch = pitch, n.u.set.width = width;
-    n.u.set.height = height;
+    n.u.set.dst = dst, n.u.set.value = value, n.u.set.pitch = pitch, n.u.set.width = count;
+    n.u.set.height = height, n.u.set.elem = elem;
     int done;
     CUresult rc = capture_or_run(s, sync, &n, &done);
     if (done)
@@ -215,7 +222,7 @@ CUresult simgpu_memset2d(void *dst, size_t pitch, unsigned value, size_t width, 
         simgpu_host_wait_until(end);
     if (simgpu_compute_enabled())
         for (size_t r = 0; r < height; r++)
-            fill((char *)dst + r * pitch, value, 1, width);
+            fill((char *)dst + r * pitch, value, elem, count);
     return CUDA_SUCCESS;
 }
 

@@ -2,8 +2,8 @@
 # cuDNN and cuBLAS have fragments of their own (sim/cudnn.mk, sim/cublas.mk).
 
 SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
-                  sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c
-SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/fatbin.c sim/rtgraph.c
+                  sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c sim/module.c sim/fatbin.c sim/drvops.c
+SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/rtgraph.c
 # Fat-binary entries nvcc compressed (zstd by default, LZ4 for
 # -compress-mode=speed) are unpacked with the Debian libraries.
 SIM_FATBIN_LIBS := -lzstd -llz4
@@ -11,13 +11,13 @@ SIM_FATBIN_LIBS := -lzstd -llz4
 $(SIM_DIR)/libcuda.so.1: $(SIM_DRIVER_SRC:%.c=$(BUILD)/%.o) sim/libcuda.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-soname,libcuda.so.1 \
-	    -Wl,--version-script=sim/libcuda.map $(LDFLAGS) -lpthread -ldl -lm
+	    -Wl,--version-script=sim/libcuda.map $(LDFLAGS) $(SIM_FATBIN_LIBS) -lpthread -ldl -lm
 	ln -sf libcuda.so.1 $(SIM_DIR)/libcuda.so
 
 $(SIM_DIR)/libcudart.so.13: $(SIM_RUNTIME_SRC:%.c=$(BUILD)/%.o) sim/libcudart.map $(SIM_DIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(filter %.o,$^) -Wl,-soname,libcudart.so.13 \
-	    -Wl,--version-script=sim/libcudart.map $(LDFLAGS) -L$(SIM_DIR) -l:libcuda.so.1 $(SIM_FATBIN_LIBS) \
+	    -Wl,--version-script=sim/libcudart.map $(LDFLAGS) -L$(SIM_DIR) -l:libcuda.so.1 \
 	    -lpthread -ldl -lm
 	ln -sf libcudart.so.13 $(SIM_DIR)/libcudart.so
 

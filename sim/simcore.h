@@ -181,6 +181,10 @@ CUresult simgpu_device_synchronize(void);
 /* A 2-D set (cudaMemset2D): width bytes in each of height rows pitch apart. */
 CUresult simgpu_memset2d(void *dst, size_t pitch, unsigned value, size_t width, size_t height, CUstream s,
                          int sync);
+/* The same with count elements of elem (1, 2 or 4) bytes in each row
+ * (cuMemsetD2D8 / D2D16 / D2D32). */
+CUresult simgpu_memset2d_elem(void *dst, size_t pitch, unsigned value, size_t elem, size_t count, size_t height,
+                              CUstream s, int sync);
 /* A copy between devices (cudaMemcpyPeer[Async]). serialize != 0: ordered
  * after all work on the current, source and destination devices and before
  * all later work on them (cudaMemcpyPeer); 0: in stream order on s. */
@@ -231,6 +235,25 @@ CUresult simgpu_graph_instantiate(CUgraphExec *out, CUgraph g, unsigned long lon
 CUresult simgpu_graph_launch(CUgraphExec e, CUstream s);
 CUresult simgpu_graph_destroy(CUgraph g);
 CUresult simgpu_graph_exec_destroy(CUgraphExec e);
+
+/* ---- kernels (sim/module.c) ---------------------------------------------- */
+
+/* The one registry of launchable functions, shared by the driver's modules
+ * and the runtime's registrations: a CUfunction is an entry of it. A fat
+ * binary nvcc registers (its __fatBinC_Wrapper_t), as a module the runtime
+ * owns; NULL when memory runs out. */
+void *simgpu_fatbin_register(const void *wrapper);
+void simgpu_fatbin_unregister(void *mod);
+/* The kernel of host stub `stub`, device symbol `symbol` in fat binary mod
+ * (registered again: started over). NULL when memory runs out. */
+CUfunction simgpu_func_register_stub(const void *stub, void *mod, const char *symbol, const char *name);
+/* A host function launched as a kernel (sim/simgpu.h); 0 ok, -1 refused. */
+int simgpu_func_register_host(const void *fn, const char *name, int nparams, const size_t *sizes);
+/* The function registered for key (a host stub or host function), or key
+ * itself when it is a live CUfunction (a cudaKernel_t); NULL otherwise. */
+CUfunction simgpu_func_lookup(const void *key);
+/* Whether f runs a body on the CPU (else its launches are only modelled). */
+int simgpu_func_has_body(CUfunction f);
 
 /* Statistics (SIMGPU_STATS=1 prints them at exit). */
 typedef struct simgpu_stats {

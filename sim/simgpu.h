@@ -18,10 +18,30 @@
 
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 
 /* args[i] points at the i-th argument, as in cudaLaunchKernel. */
 typedef void (*simgpu_host_kernel_fn)(void **args, dim3 grid, dim3 block);
+
+/* A "host module": an image cuModuleLoadData / cuLibraryLoadData accept, so
+ * that a program or a simulated library can load CPU-bodied kernels and
+ * launch them purely through the driver API (cuModuleGetFunction finds them
+ * by name; cuFuncGetParamInfo reports the natural-alignment layout). The
+ * driver copies what it needs while loading. As for registered host
+ * kernels, SIMGPU_COMPUTE=0 times the launches without running the bodies. */
+#define SIMGPU_HOST_MODULE_MAGIC 0x4d54534f484d4953ULL /* "SIMHOSTM" */
+typedef struct simgpu_host_module_kernel {
+    const char *name;
+    simgpu_host_kernel_fn fn;
+    int nparams;
+    const size_t *param_sizes;
+} simgpu_host_module_kernel;
+typedef struct simgpu_host_module {
+    uint64_t magic;
+    int nkernels;
+    const simgpu_host_module_kernel *kernels;
+} simgpu_host_module;
 
 typedef int (*simgpu_register_host_kernel_t)(simgpu_host_kernel_fn fn, const char *name,
                                             int nparams, const size_t *param_sizes);

@@ -155,6 +155,8 @@ CUresult sim_need_ctx(void);
 CUresult sim_need_ctx_for_stream(CUstream s);
 /* Device of the calling thread's current context, or -1 when it has none. */
 int sim_ctx_device(void);
+/* Device of context c, or -1 when c is not a usable context. */
+int sim_ctx_dev_of(CUcontext c);
 /* Gives back to the device the pool memory whose stream-ordered free has
  * completed by the host clock, down to the pool's release threshold: what
  * a synchronisation does (sim/pool.c). */

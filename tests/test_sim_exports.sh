@@ -28,3 +28,26 @@ check "the runtime's are names of the real libcudart.so.13${unreal:+ (not:$unrea
 # The version node applies to every runtime export, the new ones included.
 grep -v '@@libcudart.so.13$' "$tmp/cudart" | grep -E '^(cuda|__cuda)' >"$tmp/unversioned" || true
 check "no runtime function is exported without the version node" "[ ! -s \"$tmp/unversioned\" ]"
+# The driver's exports are the real libcuda's names (the import library
+# lists them), and the module, launch, copy and capture entry points that
+# NVIDIA's libraries reach through cuGetProcAddress are among them, each
+# with its per-thread twin.
+real_cuda="${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so"
+nm -D --defined-only "$real_cuda" | awk '$2 == "T" {print $3}' >"$tmp/real_cuda"
+grep -E '^cu' "$tmp/cuda" | grep -vxF -f "$tmp/real_cuda" >"$tmp/unreal_cuda" || true
+check "the driver's are names of the real libcuda.so.1$( [ -s "$tmp/unreal_cuda" ] && echo " (not: $(tr '\n' ' ' <"$tmp/unreal_cuda"))")" \
+    "[ ! -s \"$tmp/unreal_cuda\" ]"
+absent=""
+for name in cuModuleLoadData cuModuleLoadDataEx cuModuleLoadFatBinary cuModuleUnload cuModuleGetFunction \
+    cuLibraryLoadData cuLibraryUnload cuLibraryGetKernel cuKernelGetFunction cuFuncGetParamInfo cuFuncGetName \
+    cuLaunchKernel cuLaunchKernel_ptsz cuLaunchKernelEx cuLaunchKernelEx_ptsz cuLaunchCooperativeKernel \
+    cuLaunchCooperativeKernel_ptsz cuMemsetD16_v2 cuMemsetD16_v2_ptds cuMemsetD16Async cuMemsetD16Async_ptsz \
+    cuMemsetD2D8_v2 cuMemsetD2D16_v2 cuMemsetD2D32_v2 cuMemsetD2D32_v2_ptds cuMemsetD2D8Async cuMemsetD2D32Async_ptsz \
+    cuMemcpy2D_v2 cuMemcpy2D_v2_ptds cuMemcpy2DAsync_v2 cuMemcpy2DAsync_v2_ptsz cuMemcpy2DUnaligned_v2 \
+    cuMemcpy3D_v2 cuMemcpy3D_v2_ptds cuMemcpy3DAsync_v2 cuMemcpy3DAsync_v2_ptsz cuMemcpyPeer cuMemcpyPeer_ptds \
+    cuMemcpyPeerAsync cuMemcpyPeerAsync_ptsz cuMemcpyHtoD_v2_ptds cuMemcpyHtoDAsync_v2_ptsz cuMemsetD8_v2_ptds \
+    cuStreamBeginCapture_v2 cuStreamGetCaptureInfo_v3 cuStreamGetCaptureInfo_v3_ptsz cuGraphInstantiateWithFlags \
+    cuGraphLaunch cuGraphExecDestroy cuGraphDestroy; do
+    grep -qx "$name" "$tmp/cuda" || absent="$absent $name"
+done
+check "the driver exports its modules, launches, copies and capture calls${absent:+ (missing:$absent)}" "[ -z \"$absent\" ]"

@@ -1006,6 +1006,39 @@ static void test_fatbin_kernel_layouts(void **state)
     }
     assert_int_equal(cudaFuncGetParamInfo(&axpy, 4, &off, &sz), cudaErrorInvalidValue);
     assert_int_equal(cudaFuncGetParamInfo(&axpy, 0, NULL, &sz), cudaErrorInvalidValue);
+    /* The driver sees the same kernel: the runtime's function is its
+     * CUfunction, with the same layout and name. */
+    cudaFunction_t fn = NULL;
+    assert_int_equal(cudaGetFuncBySymbol(&fn, &axpy), cudaSuccess);
+    assert_int_equal(cuFuncGetParamInfo((CUfunction)fn, 1, &off, &sz), CUDA_SUCCESS);
+    assert_int_equal(off, 8);
+    assert_int_equal(sz, 8);
+    assert_int_equal(cuFuncGetParamInfo((CUfunction)fn, 4, &off, &sz), CUDA_ERROR_INVALID_VALUE);
+    const char *name = NULL;
+    assert_int_equal(cudaFuncGetName(&name, &axpy), cudaSuccess);
+    assert_string_equal(name, "_Z4axpyfPfS_i");
+    assert_int_equal(cuFuncGetName(&name, (CUfunction)fn), CUDA_SUCCESS);
+    assert_string_equal(name, "_Z4axpyfPfS_i");
+    assert_int_equal(cudaGetFuncBySymbol(&fn, &off), cudaErrorInvalidDeviceFunction);
+    /* The same PTX loaded as a driver module: found by name, same layout,
+     * and no body to run with compute on. */
+    CUmodule mod;
+    CUfunction mf;
+    assert_int_equal(cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&mf, mod, "_Z4filli"), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&mf, mod, "_Z7missingv"), CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(cuModuleGetFunction(&mf, mod, "_Z4axpyfPfS_i"), CUDA_SUCCESS);
+    assert_int_equal(cuFuncGetParamInfo(mf, 3, &off, &sz), CUDA_SUCCESS);
+    assert_int_equal(off, 24);
+    assert_int_equal(sz, 4);
+    assert_int_equal(cuLaunchKernel(mf, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    assert_int_equal(cuModuleUnload(mod), CUDA_SUCCESS);
+    CUmodule fatmod;
+    assert_int_equal(cuModuleLoadFatBinary(&fatmod, fat), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&mf, fatmod, "_Z4filli"), CUDA_SUCCESS);
+    assert_int_equal(cuFuncGetParamInfo(mf, 0, &off, &sz), CUDA_SUCCESS);
+    assert_int_equal(sz, 4);
+    assert_int_equal(cuModuleUnload(fatmod), CUDA_SUCCESS);
     /* A kernel the fat binary says nothing about has no layout. */
     assert_int_equal(cudaFuncGetParamInfo(&missing, 0, &off, &sz), cudaErrorInvalidValue);
     /* Nor does one whose fat binary is not a readable one. */

@@ -21,6 +21,11 @@ $(SIM_RT_TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) $(REAL_CUDA) -lcmocka -ldl -lpthread
 TEST_BINS += $(SIM_RT_TESTS)
 
+# Modules, launches, copies and graphs through the driver API alone.
+$(BUILD)/tests/test_sim_driver_launch: $(BUILD)/tests/test_sim_driver_launch.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA) -lcmocka -ldl
+TEST_BINS += $(BUILD)/tests/test_sim_driver_launch
+
 # Graphs: also checks that cuDNN and cuBLAS refuse to be captured.
 $(BUILD)/tests/test_sim_graph: $(BUILD)/tests/test_sim_graph.o $(SIM_LIBS) | $(SIM_DIR)/libcudnn.so.9 \
                                 $(SIM_DIR)/libcublas.so.13
