@@ -92,3 +92,62 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
     return simrt_error(simgpu_graph_destroy((CUgraph)graph));
 }
+
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams *params)
+{
+    if (!params)
+        return simrt_fail(cudaErrorInvalidValue);
+    cudaError_t rc = cudaGraphInstantiate(exec, graph, params->flags);
+    params->result_out = rc == cudaSuccess ? cudaGraphInstantiateSuccess : cudaGraphInstantiateError;
+    params->errNode_out = NULL;
+    return rc;
+}
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                                cudaGraphInstantiateParams *params)
+{
+    return cudaGraphInstantiateWithParams(exec, graph, params);
+}
+
+/* The simulated runtime builds graphs by stream capture only: a graph's
+ * nodes cannot be given new parameters, an executable graph cannot be
+ * updated, and a capture cannot extend an existing graph. These entry
+ * points exist (a program and libsn's wrappers reach them) and refuse, as
+ * the real runtime refuses what a graph does not support. */
+#define SIMRT_GRAPH_UNSUPPORTED(name, params)                                  \
+    cudaError_t name params                                                    \
+    {                                                                          \
+        return simrt_fail(cudaErrorNotSupported);                              \
+    }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+SIMRT_GRAPH_UNSUPPORTED(cudaStreamBeginCaptureToGraph,
+                        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                         const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                         enum cudaStreamCaptureMode mode))
+SIMRT_GRAPH_UNSUPPORTED(cudaStreamBeginCaptureToGraph_ptsz,
+                        (cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                         const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                         enum cudaStreamCaptureMode mode))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecUpdate,
+                        (cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecKernelNodeSetParams,
+                        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecMemcpyNodeSetParams,
+                        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecMemcpyNodeSetParams1D,
+                        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count,
+                         enum cudaMemcpyKind kind))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecMemsetNodeSetParams,
+                        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecChildGraphNodeSetParams,
+                        (cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphExecNodeSetParams,
+                        (cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphKernelNodeSetParams, (cudaGraphNode_t node, const struct cudaKernelNodeParams *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphMemcpyNodeSetParams, (cudaGraphNode_t node, const struct cudaMemcpy3DParms *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphMemcpyNodeSetParams1D,
+                        (cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphMemsetNodeSetParams, (cudaGraphNode_t node, const struct cudaMemsetParams *p))
+SIMRT_GRAPH_UNSUPPORTED(cudaGraphNodeSetParams, (cudaGraphNode_t node, struct cudaGraphNodeParams *p))
+#pragma GCC diagnostic pop

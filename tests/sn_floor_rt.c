@@ -4,7 +4,8 @@
  * into a graph (it runs only at the graph's launch), and one a capture
  * rule refuses (a legacy-stream memset while a blocking stream captures in
  * global mode). While the graph is captured, another stream's work makes
- * buffers come and go; the graph is then launched several times. Each targets a buffer a memory manager has just moved off
+ * buffers come and go; the graph is then launched several times, and with
+ * the argument "update" once more after cudaGraphExecUpdate. Each targets a buffer a memory manager has just moved off
  * the device (the program reads every other buffer first), where an
  * overwrite may tempt it to bring nothing back. The buffers' contents are
  * printed after every step: test_sn_floor.sh requires the same output
@@ -50,8 +51,9 @@ static void touch_others(int keep_out)
             cudaMemcpy(&b, buf[i] + BYTES / 2, 1, cudaMemcpyDeviceToHost);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int update = argc > 1 && strcmp(argv[1], "update") == 0;
     cudaStream_t s, s2;
     if (cudaStreamCreate(&s) != cudaSuccess || cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) != cudaSuccess)
         return 1;
@@ -101,6 +103,18 @@ int main(void)
     }
     printf("sync: %d\n", (int)cudaStreamSynchronize(s));
     show("launched again");
+    /* with "update": the executable graph changed in place (refused or
+     * not, a memory manager can no longer trust what it knew of it, and
+     * the next launch needs everything the program has) */
+    if (update) {
+        cudaGraphExecUpdateResultInfo info;
+        printf("update: %d\n", (int)cudaGraphExecUpdate(ge, g, &info));
+        cudaGetLastError();
+        touch_others(1);
+        printf("launch after the update: %d\n", (int)cudaGraphLaunch(ge, s));
+        printf("sync: %d\n", (int)cudaStreamSynchronize(s));
+        show("launched after the update");
+    }
 
     /* 3. refused by a capture rule: a legacy-stream memset while a blocking
      * stream captures in global mode */

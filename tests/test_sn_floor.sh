@@ -10,7 +10,7 @@
 # leave fresh memory where the old contents were and the capture would be
 # broken by libsn's own waits and events, and in trace mode, where the
 # graph's launch is described by what its captured nodes touch rather
-# than counted as opaque. tests/sn_ptrarray.c's kernels reach buffers only
+# than counted as opaque, until the program updates the executable graph. tests/sn_ptrarray.c's kernels reach buffers only
 # through an array of device addresses the program copied to the device:
 # libsn must make those buffers resident too (it reads the addresses as
 # they are copied), at a third of the peak, byte for byte. Prints TAP-like
@@ -45,10 +45,11 @@ check "... where memory moved (evictions: $(json "$tmp/manage.json" manage.evict
 check "... and the rejected copy's block, loaded empty, got its contents back (restored: $(json "$tmp/manage.json" manage.restored_loads))" \
     "[ \"\$(json '$tmp/manage.json' manage.restored_loads)\" -ge 1 ]"
 
-SN_MODE=trace SN_REPORT="$tmp/trace.json" LD_PRELOAD="$SN_PRELOAD" "$prog" >"$tmp/trace.out" 2>"$tmp/trace.err"
-check "trace mode: the same output as without libsn" "cmp -s '$tmp/plain.out' '$tmp/trace.out'"
-check "trace mode: the captured graph's launches are not opaque (opaque calls: $(json "$tmp/trace.json" run.opaque_calls))" \
-    "[ \"\$(json '$tmp/trace.json' run.opaque_calls)\" = 0 ]"
+"$prog" update >"$tmp/plain-update.out" 2>&1
+SN_MODE=trace SN_REPORT="$tmp/trace.json" LD_PRELOAD="$SN_PRELOAD" "$prog" update >"$tmp/trace.out" 2>"$tmp/trace.err"
+check "trace mode: the same output as without libsn" "cmp -s '$tmp/plain-update.out' '$tmp/trace.out'"
+check "trace mode: the captured graph's launches are not opaque but the one after cudaGraphExecUpdate (opaque calls: $(json "$tmp/trace.json" run.opaque_calls))" \
+    "[ \"\$(json '$tmp/trace.json' run.opaque_calls)\" = 1 ]"
 
 # pointers stored in device memory
 ptrs="$BUILD_DIR/tests/sn_ptrarray"
