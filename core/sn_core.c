@@ -654,25 +654,29 @@ static sn_kernel_layout *sn_layouts;
  * parameter fails, and that failure is cleared from the last-error state.
  * Returns NULL (not cached) when an error the framework has not collected
  * yet is pending: clearing ours would clear theirs too. */
-static sn_kernel_layout *sn_kernel_probe(const void *func)
+static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
 {
-    sn_real_cudaFuncGetParamInfo_fn info = SN_REAL(cudaFuncGetParamInfo);
+    sn_real_cudaFuncGetParamInfo_fn info = driver ? NULL : SN_REAL(cudaFuncGetParamInfo);
+    sn_real_cuFuncGetParamInfo_fn cu_info = driver ? SN_REAL(cuFuncGetParamInfo) : NULL;
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
-    if (!peek || peek() != cudaSuccess)
+    /* (the driver keeps no last error to disturb) */
+    if (!driver && (!peek || peek() != cudaSuccess))
         return NULL;
     sn_kernel_layout *k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
     k->func = func;
     k->nparams = -1;
-    if (!info)
+    if (!info && !cu_info)
         return k;
     int n = 0;
     for (; n < SN_MAX_KPARAMS; n++) {
         size_t off = 0, size = 0;
-        cudaError_t rc = info(func, (size_t)n, &off, &size);
-        if (rc != cudaSuccess) {
-            sn_quiet(rc);
+        int ok = info ? info(func, (size_t)n, &off, &size) == cudaSuccess
+                      : cu_info((CUfunction)(uintptr_t)func, (size_t)n, &off, &size) == CUDA_SUCCESS;
+        if (!ok) {
+            if (info)
+                sn_quiet(cudaErrorInvalidValue);
             /* Past the last parameter the probe fails. At index 0 that
              * failure cannot tell a kernel without parameters from one
              * whose layout the runtime does not know (a kernel of a fat
@@ -821,7 +825,10 @@ void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
     sn_lock_give(&sn_reg_lock);
 }
 
-void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
+/* The layout of func's parameters, from the thread's cache, the shared
+ * table or a probe (the runtime's or, for a CUfunction, the driver's); NULL
+ * when it cannot be had now. */
+static const sn_kernel_layout *sn_kernel_layout_of(const void *func, int driver)
 {
     const sn_kernel_layout **slot = &sn_kcache[sn_ptr_slot((uintptr_t)func, SN_KCACHE_SLOTS)];
     const sn_kernel_layout *k = *slot;
@@ -833,11 +840,9 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         k = found;
     }
     if (!k) {
-        sn_kernel_layout *fresh = sn_kernel_probe(func);
-        if (!fresh) {
-            c->flags |= SN_CALL_OPAQUE;
-            return;
-        }
+        sn_kernel_layout *fresh = sn_kernel_probe(func, driver);
+        if (!fresh)
+            return NULL;
         sn_lock_take(&sn_handles_lock);
         sn_kernel_layout *other;
         HASH_FIND_PTR(sn_layouts, &func, other);
@@ -851,12 +856,13 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
         sn_lock_give(&sn_handles_lock);
     }
     *slot = k;
-    if (k->nparams < 0 || (!args && k->nparams > 0)) {
-        c->flags |= SN_CALL_OPAQUE;
-        return;
-    }
-    /* Every aligned pointer-sized word of every argument that points into a
-     * known device allocation: that whole allocation, read and written. */
+    return k;
+}
+
+/* Every aligned pointer-sized word of every argument that points into a
+ * known device allocation: that whole allocation, read and written. */
+static void sn_kernel_args(sn_call *c, const sn_kernel_layout *k, void **args)
+{
     uint64_t gen = sn_reg_gen(&sn_reg);
     int locked = 0;
     for (int i = 0; i < k->nparams; i++) {
@@ -881,6 +887,48 @@ void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
     }
     if (locked)
         sn_lock_give(&sn_reg_lock);
+}
+
+void sn_core_describe_kernel(sn_call *c, const void *func, void **args)
+{
+    const sn_kernel_layout *k = sn_kernel_layout_of(func, 0);
+    if (!k || k->nparams < 0 || (!args && k->nparams > 0)) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    sn_kernel_args(c, k, args);
+}
+
+void sn_core_describe_cu_kernel(sn_call *c, void *f, void **params, void **extra)
+{
+    const sn_kernel_layout *k = sn_kernel_layout_of(f, 1);
+    if (!k || k->nparams < 0) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    if (params || !k->nparams) {
+        sn_kernel_args(c, k, params);
+        return;
+    }
+    /* the arguments in one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), at
+     * the layout's offsets */
+    const unsigned char *buf = NULL;
+    size_t size = 0;
+    for (int i = 0; extra && i < 16 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            size = *(const size_t *)extra[i + 1];
+    }
+    void *args[SN_MAX_KPARAMS];
+    for (int i = 0; i < k->nparams; i++) {
+        if (!buf || k->off[i] + k->size[i] > size) {
+            c->flags |= SN_CALL_OPAQUE;
+            return;
+        }
+        args[i] = (void *)(buf + k->off[i]);
+    }
+    sn_kernel_args(c, k, args);
 }
 
 /* ---- calls -------------------------------------------------------------------------- */

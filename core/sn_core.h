@@ -75,6 +75,10 @@ int sn_core_pointer_kind(const void *p);
  * points into a known device allocation makes that whole allocation read
  * and written. Marks the call opaque when the layout is unknown. */
 void sn_core_describe_kernel(sn_call *c, const void *func, void **args);
+/* The same for a driver launch of the CUfunction f, its arguments given
+ * either as params or packed in extra's buffer (cuLaunchKernel's two
+ * ways); the layout comes from cuFuncGetParamInfo. */
+void sn_core_describe_cu_kernel(sn_call *c, void *f, void **params, void **extra);
 /* A host-to-device copy of bytes from host into dst is about to be made:
  * device addresses among its words make dst memory that holds pointers,
  * and a kernel given it is taken to touch what they point to. */
