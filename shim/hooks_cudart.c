@@ -45,7 +45,7 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
     int op = sn_copy_op(dst, src, kind);
     if (op < 0)
         return sn_memcpy2d_real(real_async, real_sync, cp);
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, hook, op, sn_current_device(), stream);
     if (real_sync)
         c.flags |= SN_CALL_HOST_SYNC;
@@ -69,7 +69,7 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
             cudaError_t rc = real(dst, src, count, kind);                                      \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
@@ -96,7 +96,7 @@ SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
             cudaError_t rc = real(dst, src, count, kind, stream);                              \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), stream);                  \
         sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, src, count, kind, stream));        \
@@ -144,7 +144,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
                                      size_t count)
 {
     SN_PROLOGUE(CUDART, cudaMemcpyPeer, (dst, dstDevice, src, srcDevice, count))
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeer, SN_OP_MEMCPY_D2D, dstDevice, NULL);
     c.flags |= SN_CALL_HOST_SYNC;
     sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
@@ -155,7 +155,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
                                           size_t count, cudaStream_t stream)
 {
     SN_PROLOGUE(CUDART, cudaMemcpyPeerAsync, (dst, dstDevice, src, srcDevice, count, stream))
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeerAsync, SN_OP_MEMCPY_D2D, dstDevice, stream);
     sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
     SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count, stream));
@@ -165,7 +165,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
     SN_EXPORT cudaError_t name params                                                          \
     {                                                                                          \
         SN_PROLOGUE(CUDART, name, args)                                                        \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
         sn_describe_set2d(&c, p, pitch, value, width, height);                                 \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, args);                                   \
@@ -335,7 +335,7 @@ static void sn_describe_launch(sn_call *c, const void *func, dim3 grid, dim3 blo
                                size_t sharedMem, cudaStream_t stream)                          \
     {                                                                                          \
         SN_PROLOGUE(CUDART, name, (funcname, gridDim, blockDim, args, sharedMem, stream))      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), stream);        \
         sn_describe_launch(&c, (const void *)funcname, gridDim, blockDim, args, sharedMem);    \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation,                                          \
@@ -357,7 +357,7 @@ SN_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, func)
             cudaError_t rc = real(config, func, args);                                         \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), config->stream); \
         sn_describe_launch(&c, func, config->gridDim, config->blockDim, args,                  \
                            config->dynamicSmemBytes);                                          \
@@ -371,7 +371,7 @@ SN_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
     SN_EXPORT cudaError_t name(cudaGraphExec_t graphExec, cudaStream_t stream) \
     {                                                                          \
         SN_PROLOGUE(CUDART, name, (graphExec, stream))                         \
-        sn_call c;                                                             \
+        SN_CALL_DECL(c);                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), stream); \
         c.flags |= SN_CALL_OPAQUE;                                             \
         c.params = sn_hash_mix(0, (uint64_t)(uintptr_t)graphExec);             \

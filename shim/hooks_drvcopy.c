@@ -30,7 +30,7 @@
         int op = sn_copy_op((dst), (src), (kind));                                             \
         if (op < 0)                                                                            \
             return real args;                                                                  \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, &(const sn_copy2d){(dst), (count), (src), (count), (count), 1,  \
@@ -52,7 +52,7 @@
         int op = sn_copy_op((dst), (src), (kind));                                             \
         if (op < 0)                                                                            \
             return real args;                                                                  \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), hStream);                 \
         sn_describe_copy2d(&c, &(const sn_copy2d){(dst), (count), (src), (count), (count), 1,  \
                                                   (kind), NULL});                              \
@@ -119,7 +119,7 @@ SN_DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, SN_UVA_ASYNC_PARAMS, SN_UVA_ASYNC_ARGS, SN
     SN_EXPORT CUresult name params                                                             \
     {                                                                                          \
         SN_PROLOGUE(CUDA, name, args)                                                          \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMCPY_D2D, sn_current_device(), (stream_expr)); \
         if (sync)                                                                              \
             c.flags |= SN_CALL_HOST_SYNC;                                                      \
@@ -152,7 +152,7 @@ SN_DRV_PEER(cuMemcpyPeerAsync_ptsz, SN_PEER_ASYNC_PARAMS, SN_PEER_ASYNC_ARGS, hS
     SN_EXPORT CUresult name params                                                             \
     {                                                                                          \
         SN_PROLOGUE(CUDA, name, args)                                                          \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
         sn_describe_set2d(&c, SN_DPTR(dstDevice), (pitch), (int)(value), (size_t)(width) * (elem), \
                           (height));                                                           \
@@ -241,7 +241,7 @@ static int sn_drv_copy2d_args(const CUDA_MEMCPY2D *pc, sn_copy2d *cp)
         int op = pCopy ? sn_drv_copy2d_args(pCopy, &cp) : -1;                                  \
         if (op < 0)                                                                            \
             return real args;                                                                  \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         if (sync)                                                                              \
             c.flags |= SN_CALL_HOST_SYNC;                                                      \
@@ -265,21 +265,28 @@ SN_DRV_COPY2D(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 SN_DRV_COPY2D(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
               (pCopy, hStream), hStream, 0)
 
-/* One side of a 3D copy: the span from its first to its last byte touched
- * (slices of slice_rows rows of pitch bytes), written as a whole only when
- * rows and slices follow each other without gaps. */
-static void sn_describe_side3d(sn_call *c, const void *base, size_t x, size_t y, size_t z, size_t pitch,
-                               size_t slice_rows, const CUDA_MEMCPY3D *pc, unsigned mode)
+/* One side of a 3D copy: where it starts (NULL for an array), its first
+ * byte's coordinates, its pitch and the rows of its slices. */
+typedef struct sn_side3d {
+    const void *base;
+    size_t x, y, z, pitch, slice_rows;
+} sn_side3d;
+
+/* Adds a side as the span from its first to its last byte touched,
+ * written as a whole only when rows and slices follow each other without
+ * gaps. */
+static void sn_describe_side3d(sn_call *c, const sn_side3d *sd, const CUDA_MEMCPY3D *pc, unsigned mode)
 {
-    if (!base)
+    if (!sd->base)
         return;
-    uint64_t first = ((uint64_t)z * slice_rows + y) * pitch + x;
-    uint64_t rows = (uint64_t)slice_rows * (pc->Depth - 1) + (pc->Height - 1);
-    uint64_t span = rows * pitch + pc->WidthInBytes;
-    int dense = (pc->Height == 1 || pitch == pc->WidthInBytes) && (pc->Depth == 1 || slice_rows == pc->Height);
+    uint64_t first = ((uint64_t)sd->z * sd->slice_rows + sd->y) * sd->pitch + sd->x;
+    uint64_t rows = (uint64_t)sd->slice_rows * (pc->Depth - 1) + (pc->Height - 1);
+    uint64_t span = rows * sd->pitch + pc->WidthInBytes;
+    int dense = (pc->Height == 1 || sd->pitch == pc->WidthInBytes) &&
+                (pc->Depth == 1 || sd->slice_rows == pc->Height);
     if (mode != SN_READ && dense)
         mode |= SN_OVERWRITE;
-    sn_call_range(c, (const char *)base + first, span, mode);
+    sn_call_range(c, (const char *)sd->base + first, span, mode);
 }
 
 static int sn_drv_describe3d(sn_call *c, const CUDA_MEMCPY3D *pc, int op_only)
@@ -290,11 +297,11 @@ static int sn_drv_describe3d(sn_call *c, const CUDA_MEMCPY3D *pc, int op_only)
     if (op < 0 || op_only || !pc->WidthInBytes || !pc->Height || !pc->Depth)
         return op;
     if (op != SN_OP_MEMCPY_D2H)
-        sn_describe_side3d(c, d, pc->dstXInBytes, pc->dstY, pc->dstZ, pc->dstPitch, pc->dstHeight, pc,
-                           SN_WRITE);
+        sn_describe_side3d(c, &(const sn_side3d){d, pc->dstXInBytes, pc->dstY, pc->dstZ, pc->dstPitch,
+                                                 pc->dstHeight}, pc, SN_WRITE);
     if (op != SN_OP_MEMCPY_H2D)
-        sn_describe_side3d(c, s, pc->srcXInBytes, pc->srcY, pc->srcZ, pc->srcPitch, pc->srcHeight, pc,
-                           SN_READ);
+        sn_describe_side3d(c, &(const sn_side3d){s, pc->srcXInBytes, pc->srcY, pc->srcZ, pc->srcPitch,
+                                                 pc->srcHeight}, pc, SN_READ);
     const void *host = op == SN_OP_MEMCPY_H2D ? s : op == SN_OP_MEMCPY_D2H ? d : NULL;
     if (host && sn_core_pointer_kind(host) == SN_KIND_HOST)
         c->flags |= SN_CALL_HOST_PINNED;
@@ -311,7 +318,7 @@ static int sn_drv_describe3d(sn_call *c, const CUDA_MEMCPY3D *pc, int op_only)
         int op = pCopy ? sn_drv_describe3d(NULL, pCopy, 1) : -1;                               \
         if (op < 0)                                                                            \
             return real args;                                                                  \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         if (sync)                                                                              \
             c.flags |= SN_CALL_HOST_SYNC;                                                      \

@@ -129,3 +129,11 @@ $(BUILD)/tests/sn_drvprobe_rt: $(BUILD)/tests/sn_drvprobe.o $(SIM_LIBS)
 
 ALL_TARGETS += $(BUILD)/tests/sn_drvprobe $(BUILD)/tests/sn_drvprobe_rt
 TEST_SCRIPTS += tests/test_sn_driver.sh
+
+# Kernels with 30 and 130 pointer parameters (multi-tensor apply): calls
+# longer than a call record holds inline.
+$(BUILD)/tests/sn_longcall: $(BUILD)/tests/sn_longcall.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_longcall
+TEST_SCRIPTS += tests/test_sn_longcall.sh
