@@ -143,21 +143,26 @@ static inline void sn_call_release(sn_call *c)
     sn_call c __attribute__((cleanup(sn_call_release)));                       \
     c.spill = NULL; c.nranges = 0
 
-/* Room for one more range past the inline ones; NULL when the heap has
- * none (the caller then makes the call opaque: described as more, never
- * less). */
-__attribute__((noinline, unused)) static sn_range *sn_call_spill(sn_call *c)
+/* Adds a range past the inline ones, to the heap array (grown as
+ * needed); without heap the call becomes opaque: described as more,
+ * never less. Out of line: the common call never gets here, and its
+ * inline path stays what it was before calls could grow. */
+__attribute__((noinline, unused)) static void sn_call_range_spill(sn_call *c, const void *p, uint64_t bytes,
+                                                                  unsigned mode)
 {
     int i = c->nranges - SN_CALL_INLINE_RANGES;
     if (!c->spill || i >= c->cap_spill) {
         int cap = c->spill ? c->cap_spill * 2 : 64;
-        sn_range *p = realloc(c->spill, (size_t)cap * sizeof *p);
-        if (!p)
-            return NULL;
-        c->spill = p;
+        sn_range *grown = cap > 0 ? realloc(c->spill, (size_t)cap * sizeof *grown) : NULL;
+        if (!grown) {
+            c->flags |= SN_CALL_OPAQUE;
+            return;
+        }
+        c->spill = grown;
         c->cap_spill = cap;
     }
-    return &c->spill[i];
+    c->spill[i] = (sn_range){(uintptr_t)p, bytes, mode};
+    c->nranges++;
 }
 
 /* Adds a range; empty ranges and NULL pointers are ignored. */
@@ -165,14 +170,11 @@ static inline void sn_call_range(sn_call *c, const void *p, uint64_t bytes, unsi
 {
     if (!p || !bytes)
         return;
-    sn_range *r;
-    if (__builtin_expect(c->nranges < SN_CALL_INLINE_RANGES, 1)) {
-        r = &c->range[c->nranges];
-    } else if (!(r = sn_call_spill(c))) {
-        c->flags |= SN_CALL_OPAQUE;
+    if (__builtin_expect(c->nranges >= SN_CALL_INLINE_RANGES, 0)) {
+        sn_call_range_spill(c, p, bytes, mode);
         return;
     }
-    c->nranges++;
+    sn_range *r = &c->range[c->nranges++];
     r->addr = (uintptr_t)p;
     r->bytes = bytes;
     r->mode = mode;

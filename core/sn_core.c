@@ -1447,7 +1447,7 @@ static void sn_token_init(const sn_call *c, sn_step_token *t)
  * over the registry under its lock, hand over hand with the device's: the
  * accesses are logged before an allocation can go away. Returns with the
  * device's lock held when the call is logged (b->log). */
-static void sn_begin_resolve(const sn_call *c, sn_begin *b)
+static inline __attribute__((always_inline)) void sn_begin_resolve(const sn_call *c, sn_begin *b)
 {
     sn_device *d = b->d;
     /* (the arena's blocks only in manage mode) */
