@@ -1856,8 +1856,8 @@ static void sn_describe_unseen_locked(char *out, size_t cap)
     snprintf(out, cap,
              "no CUDA device operation was seen (CUDA libraries loaded: %s; %lu device allocations "
              "and %lu failed calls seen; %lu runtime/cuDNN/cuBLAS functions reached through dlsym). "
-             "libsn follows the CUDA runtime, cuDNN, cuBLAS and the driver's memory functions: "
-             "kernels and copies made through the driver API (cuLaunchKernel, cuMemcpy*), or by a "
+             "libsn follows the CUDA runtime, cuDNN, cuBLAS and the driver's memory, copy and set "
+             "functions: kernels launched through the driver API (cuLaunchKernel), or by a "
              "program that failed before its first device operation, are not seen",
              libs.len ? libs.names : "none", allocs, failed, sn_dlsym_wrapped_count());
 }
