@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* How a call touches a range. */
 enum sn_access_mode {
@@ -51,7 +52,11 @@ enum sn_call_flags {
                                 memory: its rate is the one libsn's own copies get */
 };
 
-#define SN_CALL_MAX_RANGES 24
+/* Ranges a call holds in itself; one with more (a kernel with many
+ * pointer parameters, a multi-tensor apply) spills the rest to an array
+ * on the heap that the call owns (sn_call_release frees it). No number of
+ * ranges makes a call opaque. */
+#define SN_CALL_INLINE_RANGES 24
 #define SN_CALL_MAX_SHAPES 4
 
 typedef struct sn_call {
@@ -61,7 +66,9 @@ typedef struct sn_call {
     void *stream;            /* cudaStream_t it is ordered on */
     unsigned flags;
     int nranges;
-    sn_range range[SN_CALL_MAX_RANGES];
+    sn_range range[SN_CALL_INLINE_RANGES]; /* the first ranges: sn_call_range_at reads any */
+    sn_range *spill;         /* ranges SN_CALL_INLINE_RANGES.., NULL while none */
+    int cap_spill;
     int nshapes;
     sn_shape shape[SN_CALL_MAX_SHAPES];
     uint64_t params;         /* hash of the parameters that are not shapes */
@@ -93,6 +100,7 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->stream = stream;
     c->flags = 0;
     c->nranges = 0;
+    c->spill = NULL;
     c->nshapes = 0;
     c->params = 0;
     c->shape_hash = 0;
@@ -104,14 +112,66 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->geom = NULL;
 }
 
-/* Adds a range; empty ranges and NULL pointers are ignored. A range that
- * does not fit makes the call opaque: described as more, never less. */
+/* Range i of a call (i < nranges). */
+static inline sn_range *sn_call_range_at(sn_call *c, int i)
+{
+    return __builtin_expect(i < SN_CALL_INLINE_RANGES, 1) ? &c->range[i]
+                                                          : &c->spill[i - SN_CALL_INLINE_RANGES];
+}
+
+static inline const sn_range *sn_call_range_get(const sn_call *c, int i)
+{
+    return __builtin_expect(i < SN_CALL_INLINE_RANGES, 1) ? &c->range[i]
+                                                          : &c->spill[i - SN_CALL_INLINE_RANGES];
+}
+
+/* Frees what a call spilled; the call stays valid with its inline ranges
+ * only (and may grow again). */
+static inline void sn_call_release(sn_call *c)
+{
+    if (__builtin_expect(c->spill != NULL, 0)) {
+        free(c->spill);
+        c->spill = NULL;
+        if (c->nranges > SN_CALL_INLINE_RANGES)
+            c->nranges = SN_CALL_INLINE_RANGES;
+    }
+}
+
+/* A call on the stack whose spilled ranges are freed on every way out of
+ * its scope (before sn_call_init, too). */
+#define SN_CALL_DECL(c)                                                        \
+    sn_call c __attribute__((cleanup(sn_call_release)));                       \
+    c.spill = NULL; c.nranges = 0
+
+/* Adds a range past the inline ones, to the heap array (grown as
+ * needed); without heap the call becomes opaque: described as more,
+ * never less. Out of line: the common call never gets here, and its
+ * inline path stays what it was before calls could grow. */
+__attribute__((noinline, unused)) static void sn_call_range_spill(sn_call *c, const void *p, uint64_t bytes,
+                                                                  unsigned mode)
+{
+    int i = c->nranges - SN_CALL_INLINE_RANGES;
+    if (!c->spill || i >= c->cap_spill) {
+        int cap = c->spill ? c->cap_spill * 2 : 64;
+        sn_range *grown = cap > 0 ? realloc(c->spill, (size_t)cap * sizeof *grown) : NULL;
+        if (!grown) {
+            c->flags |= SN_CALL_OPAQUE;
+            return;
+        }
+        c->spill = grown;
+        c->cap_spill = cap;
+    }
+    c->spill[i] = (sn_range){(uintptr_t)p, bytes, mode};
+    c->nranges++;
+}
+
+/* Adds a range; empty ranges and NULL pointers are ignored. */
 static inline void sn_call_range(sn_call *c, const void *p, uint64_t bytes, unsigned mode)
 {
     if (!p || !bytes)
         return;
-    if (c->nranges >= SN_CALL_MAX_RANGES) {
-        c->flags |= SN_CALL_OPAQUE;
+    if (__builtin_expect(c->nranges >= SN_CALL_INLINE_RANGES, 0)) {
+        sn_call_range_spill(c, p, bytes, mode);
         return;
     }
     sn_range *r = &c->range[c->nranges++];

@@ -39,7 +39,7 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
 {
     sn_access_result res = {0, (c->flags & SN_CALL_OPAQUE) != 0, 0};
     for (int i = 0; i < c->nranges; i++) {
-        const sn_range *r = &c->range[i];
+        const sn_range *r = sn_call_range_get(c, i);
         sn_alloc *hit[SN_ACCESS_MAX_PER_RANGE];
         size_t n = sn_reg_overlapping_locked(reg, r->addr, r->bytes, hit, SN_ACCESS_MAX_PER_RANGE);
         if (n == 0)
@@ -206,7 +206,7 @@ static inline uint64_t sn_memo_key_of(const sn_call *c)
                  (uint64_t)(c->flags & SN_CALL_OPAQUE) << 24 ^ (uint64_t)c->nranges;
     if (c->nranges > 0) {
         h = (h ^ c->range[0].addr ^ c->range[0].bytes << 40) * 0x9e3779b97f4a7c15ULL;
-        h = (h ^ c->range[c->nranges - 1].addr) * 0xbf58476d1ce4e5b9ULL;
+        h = (h ^ sn_call_range_get(c, c->nranges - 1)->addr) * 0xbf58476d1ce4e5b9ULL;
     }
     return h ^ h >> 29 ^ h >> 47;
 }
@@ -226,6 +226,7 @@ static inline uint64_t sn_memo_tag(const sn_call *c, int cap, int use_cap)
            (uint64_t)(uint16_t)use_cap << 48;
 }
 
+/* (only calls of at most SN_ACCESS_MEMO_RANGES ranges, all inline, get here) */
 static inline int sn_memo_same(const sn_memo_entry *e, const sn_call *c, uint64_t key, uint64_t tag)
 {
     if (e->key != key || e->tag != tag)

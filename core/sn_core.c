@@ -14,6 +14,7 @@
  */
 #include "core/sn_core.h"
 
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -637,14 +638,74 @@ void sn_core_note_vmm(const sn_vmm_note *n)
     }
 }
 
+/* Room for one call's resolution: the accesses and arena uses of a call
+ * of up to SN_CALL_INLINE_RANGES ranges inline, those of a longer one on
+ * the heap in the same proportions (sn_room_free), so that no number of
+ * ranges makes a call opaque. Without heap the inline room serves: the
+ * resolution is then incomplete and the call opaque, described as more. */
+#define SN_ROOM_ACC (SN_CALL_INLINE_RANGES * 2)
+#define SN_ROOM_USE (SN_CALL_INLINE_RANGES * 4)
+#define SN_ROOM_PEER (SN_CALL_INLINE_RANGES * 2)
+typedef struct sn_room {
+    sn_trace_access *acc;
+    sn_arena_use *use, *peer;
+    int cap_acc;
+    size_t cap_use, cap_peer;
+    void *heap;
+    sn_trace_access acc_in[SN_ROOM_ACC];
+    sn_arena_use use_in[SN_ROOM_USE];
+    sn_arena_use peer_in[SN_ROOM_PEER];
+} sn_room;
+
+static __attribute__((noinline)) void sn_room_grow(sn_room *r, size_t nranges)
+{
+    size_t nacc = nranges * 2, nuse = nranges * 4, npeer = nranges * 2;
+    if (nacc > INT_MAX)
+        return;
+    size_t acc_bytes = (nacc * sizeof *r->acc + _Alignof(sn_arena_use) - 1) / _Alignof(sn_arena_use) *
+                       _Alignof(sn_arena_use);
+    char *p = malloc(acc_bytes + (nuse + npeer) * sizeof *r->use);
+    if (!p)
+        return;
+    r->heap = p;
+    r->acc = (sn_trace_access *)p;
+    r->use = (sn_arena_use *)(p + acc_bytes);
+    r->peer = r->use + nuse;
+    r->cap_acc = (int)nacc;
+    r->cap_use = nuse;
+    r->cap_peer = npeer;
+}
+
+static inline void sn_room_init(sn_room *r, const sn_call *c)
+{
+    r->acc = r->acc_in;
+    r->use = r->use_in;
+    r->peer = r->peer_in;
+    r->cap_acc = SN_ROOM_ACC;
+    r->cap_use = SN_ROOM_USE;
+    r->cap_peer = SN_ROOM_PEER;
+    r->heap = NULL;
+    if (__builtin_expect(c->nranges > SN_CALL_INLINE_RANGES, 0))
+        sn_room_grow(r, (size_t)c->nranges);
+}
+
+static inline void sn_room_free(sn_room *r)
+{
+    if (__builtin_expect(r->heap != NULL, 0))
+        free(r->heap);
+}
+
 /* ---- kernels ---------------------------------------------------------------------- */
 
-#define SN_MAX_KPARAMS 64
+/* CUDA passes at most 32764 bytes of parameters to a kernel, so at most
+ * that many parameters: a layout is read to its end, however long. */
+#define SN_MAX_KPARAMS 32764
 
 typedef struct sn_kernel_layout {
     const void *func;
     int nparams;          /* -1: layout unknown */
-    uint32_t off[SN_MAX_KPARAMS], size[SN_MAX_KPARAMS];
+    uint32_t *size;       /* nparams sizes, in order */
+    uint32_t *off;        /* ... and offsets in the packed buffer (a driver launch's extra) */
     UT_hash_handle hh;
 } sn_kernel_layout;
 
@@ -669,7 +730,7 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
     k->nparams = -1;
     if (!info && !cu_info)
         return k;
-    int n = 0;
+    int n = 0, cap = 0;
     for (; n < SN_MAX_KPARAMS; n++) {
         size_t off = 0, size = 0;
         int ok = info ? info(func, (size_t)n, &off, &size) == cudaSuccess
@@ -686,8 +747,18 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
                 k->nparams = n;
             break;
         }
-        k->off[n] = (uint32_t)off;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            uint32_t *grown = realloc(k->size, (size_t)cap * sizeof *grown);
+            if (grown)
+                k->size = grown;
+            uint32_t *grown_off = grown ? realloc(k->off, (size_t)cap * sizeof *grown_off) : NULL;
+            if (!grown_off)
+                break;  /* (nparams stays unknown: the launch is opaque) */
+            k->off = grown_off;
+        }
         k->size[n] = (uint32_t)size;
+        k->off[n] = (uint32_t)off;
     }
     if (n == SN_MAX_KPARAMS)
         k->nparams = -1;
@@ -757,7 +828,7 @@ static void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *lock
         const sn_word_cached *t = sn_kernel_word(holder->stored[i], gen, locked);
         int dup = !t->base;
         for (int r = 0; r < c->nranges && !dup; r++)
-            dup = c->range[r].addr == t->base;
+            dup = sn_call_range_get(c, r)->addr == t->base;
         if (!dup)
             sn_call_range(c, (void *)t->base, t->size, SN_READ | SN_WRITE);
     }
@@ -847,6 +918,8 @@ static const sn_kernel_layout *sn_kernel_layout_of(const void *func, int driver)
         sn_kernel_layout *other;
         HASH_FIND_PTR(sn_layouts, &func, other);
         if (other) {
+            free(fresh->size);
+            free(fresh->off);
             free(fresh);
             k = other;
         } else {
@@ -877,7 +950,7 @@ static void sn_kernel_args(sn_call *c, const sn_kernel_layout *k, void **args)
             if (a && a->base) {
                 int dup = 0;
                 for (int r = 0; r < c->nranges; r++)
-                    dup |= c->range[r].addr == a->base;
+                    dup |= sn_call_range_get(c, r)->addr == a->base;
                 if (!dup)
                     sn_call_range(c, (void *)a->base, a->size, SN_READ | SN_WRITE);
                 if (__builtin_expect(a->stored, 0))
@@ -920,15 +993,18 @@ void sn_core_describe_cu_kernel(sn_call *c, void *f, void **params, void **extra
         else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
             size = *(const size_t *)extra[i + 1];
     }
-    void *args[SN_MAX_KPARAMS];
-    for (int i = 0; i < k->nparams; i++) {
-        if (!buf || k->off[i] + k->size[i] > size) {
-            c->flags |= SN_CALL_OPAQUE;
-            return;
-        }
+    void *small[64], **args = k->nparams <= 64 ? small : malloc((size_t)k->nparams * sizeof *args);
+    int ok = buf && args;
+    for (int i = 0; ok && i < k->nparams; i++) {
+        ok = (uint64_t)k->off[i] + k->size[i] <= size;
         args[i] = (void *)(buf + k->off[i]);
     }
-    sn_kernel_args(c, k, args);
+    if (ok)
+        sn_kernel_args(c, k, args);
+    else
+        c->flags |= SN_CALL_OPAQUE;
+    if (args != small)
+        free(args);
 }
 
 /* ---- calls -------------------------------------------------------------------------- */
@@ -1300,7 +1376,12 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
         /* the call's uses without the framework's workspace: those at the
          * tail are cut off (the usual order), unless another use shares
          * their block; otherwise the rest is copied */
-        sn_arena_use use[SN_CALL_MAX_RANGES * 4];
+        sn_arena_use use_in[SN_ROOM_USE];
+        sn_arena_use *use = u->n <= SN_ROOM_USE ? use_in : malloc(u->n * sizeof *use);
+        if (!use) {
+            sn_exec_conv_note(&d->mgr.exec, 0, changed, 0);
+            return sn_core_make_resident(c, t, u, pos, 0, 0);
+        }
         sn_access_uses v = *u;
         int tail = u->ws_lo == u->ws_hi || u->ws_hi == u->n;
         for (size_t i = u->ws_lo; i < u->ws_hi && tail; i++)
@@ -1330,6 +1411,8 @@ static int sn_core_conv_resident(sn_device *d, sn_call *c, sn_step_token *t, con
             if (blk)
                 rc = sn_core_make_resident(c, t, &v, pos, ws, 1);
         }
+        if (use != use_in)
+            free(use);
         if (rc == 0) {
             t->conv.algo = algo;
             t->conv.ws_set = 1;
@@ -1365,15 +1448,16 @@ static int sn_core_conv_fallback(sn_call *c, sn_step_token *t)
     t->conv.ws = NULL;
     if (t->held.ar)
         sn_arena_release(&t->held);
-    sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
-    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
-    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
-    sn_access_uses uses = {use, sizeof use / sizeof use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
-                           peer_use, sizeof peer_use / sizeof peer_use[0], 0, 0, 0};
+    sn_room room;
+    sn_room_init(&room, c);
+    sn_access_uses uses = {room.use, room.cap_use, 0, (c->flags & SN_CALL_OPAQUE) != 0, -1, 0, 0,
+                           room.peer, room.cap_peer, 0, 0, 0};
     sn_lock_take(&sn_reg_lock);
-    sn_access_resolve_locked(&sn_reg, c, acc, (int)(sizeof acc / sizeof acc[0]), &uses);
+    sn_access_resolve_locked(&sn_reg, c, room.acc, room.cap_acc, &uses);
     sn_lock_give(&sn_reg_lock);
-    return sn_core_make_resident(c, t, &uses, t->conv_pos, 0, 0) == 0 ? 0 : -1;
+    int rc = sn_core_make_resident(c, t, &uses, t->conv_pos, 0, 0) == 0 ? 0 : -1;
+    sn_room_free(&room);
+    return rc;
 }
 
 int sn_core_search_begin(int dev, void *stream, uint64_t bytes, uintptr_t *addr, sn_arena_ticket *t)
@@ -1579,9 +1663,7 @@ typedef struct sn_begin {
     sn_device *d;
     int managing, log, time_it, planned;
     int64_t pos;
-    sn_trace_access acc[SN_CALL_MAX_RANGES * 2];
-    sn_arena_use use[SN_CALL_MAX_RANGES * 4];
-    sn_arena_use peer_use[SN_CALL_MAX_RANGES * 2];
+    sn_room room;
     sn_access_uses uses;
     sn_access_lookup look;
     sn_plan_due due;
@@ -1604,32 +1686,33 @@ static void sn_token_init(const sn_call *c, sn_step_token *t)
  * over the registry under its lock, hand over hand with the device's: the
  * accesses are logged before an allocation can go away. Returns with the
  * device's lock held when the call is logged (b->log). */
-static void sn_begin_resolve(const sn_call *c, sn_begin *b)
+static inline __attribute__((always_inline)) void sn_begin_resolve(const sn_call *c, sn_begin *b)
 {
     sn_device *d = b->d;
     /* (the arena's blocks only in manage mode) */
+    sn_room *room = &b->room;
     if (b->managing)
-        b->uses = (sn_access_uses){b->use, sizeof b->use / sizeof b->use[0], 0, (c->flags & SN_CALL_OPAQUE) != 0, -1,
-                                   0, 0, b->peer_use, sizeof b->peer_use / sizeof b->peer_use[0], 0, 0, 0};
+        b->uses = (sn_access_uses){room->use, room->cap_use, 0, (c->flags & SN_CALL_OPAQUE) != 0, -1,
+                                   0, 0, room->peer, room->cap_peer, 0, 0, 0};
     sn_access_lookup *l = &b->look;
-    l->cap = (int)(sizeof b->acc / sizeof b->acc[0]);
-    l->acc = b->acc;
-    l->accs = b->acc;
+    l->cap = room->cap_acc;
+    l->acc = room->acc;
+    l->accs = room->acc;
     l->uses = b->managing ? &b->uses : NULL;
     l->gen = 0;
     for (;;) {
         int hit = sn_access_recall(&sn_reg, c, l);
         if (!hit) {
-            l->accs = b->acc;
+            l->accs = room->acc;
             if (b->managing) {
-                b->uses.use = b->use;
+                b->uses.use = room->use;
                 b->uses.n = b->uses.npeer = 0;
                 b->uses.all = (c->flags & SN_CALL_OPAQUE) != 0;
                 b->uses.peer_dev = -1;
                 b->uses.peer_all = b->uses.more_devices = 0;
             }
             sn_lock_take(&sn_reg_lock);
-            l->res = sn_access_resolve_locked(&sn_reg, c, b->acc, l->cap, l->uses);
+            l->res = sn_access_resolve_locked(&sn_reg, c, room->acc, l->cap, l->uses);
             sn_access_remember(c, sn_reg.gen, l);
         }
         if (!b->log) {
@@ -1787,16 +1870,17 @@ int sn_core_call_begin(sn_call *c, sn_step_token *t)
     b.log = profiled || capturing == SN_CAPTURE_NO;
     if (b.log)
         sn_register_exit();
+    sn_room_init(&b.room, c);
     sn_begin_resolve(c, &b);
     if (b.log) {
         sn_begin_log_locked(c, t, &b);
         sn_lock_give(&b.d->lock);
     }
-    if (b.managing && sn_begin_manage(c, t, &b) != 0)
-        return SN_CORE_NOMEM;
-    if (b.time_it)
+    int rc = b.managing && sn_begin_manage(c, t, &b) != 0 ? SN_CORE_NOMEM : 0;
+    sn_room_free(&b.room);
+    if (rc == 0 && b.time_it)
         sn_begin_time(c, t, b.d);
-    return 0;
+    return rc;
 }
 
 void sn_core_call_end(sn_call *c, sn_step_token *t, int ok)
@@ -2023,8 +2107,8 @@ static void sn_describe_unseen_locked(char *out, size_t cap)
     snprintf(out, cap,
              "no CUDA device operation was seen (CUDA libraries loaded: %s; %lu device allocations "
              "and %lu failed calls seen; %lu runtime/cuDNN/cuBLAS functions reached through dlsym). "
-             "libsn follows the CUDA runtime, cuDNN, cuBLAS and the driver's memory functions: "
-             "kernels and copies made through the driver API (cuLaunchKernel, cuMemcpy*), or by a "
+             "libsn follows the CUDA runtime, cuDNN, cuBLAS and the driver's memory, copy and set "
+             "functions: kernels launched through the driver API (cuLaunchKernel), or by a "
              "program that failed before its first device operation, are not seen",
              libs.len ? libs.names : "none", allocs, failed, sn_dlsym_wrapped_count());
 }

@@ -99,9 +99,11 @@ void sn_graphs_captured(const sn_call *c)
     } else if (c->flags & SN_CALL_OPAQUE) {
         r->incomplete = 1;
     } else {
-        for (int i = 0; i < c->nranges && !r->incomplete; i++)
-            if (sn_rec_add_locked(r, c->range[i].addr, c->range[i].bytes, c->range[i].mode) != 0)
+        for (int i = 0; i < c->nranges && !r->incomplete; i++) {
+            const sn_range *g = sn_call_range_get(c, i);
+            if (sn_rec_add_locked(r, g->addr, g->bytes, g->mode) != 0)
                 r->incomplete = 1;
+        }
     }
     sn_lock_give(&sn_graphs_lock);
 }

@@ -10,7 +10,7 @@
 
 #define SN_BLAS_BEGIN(name, op, handle, args)                                  \
     SN_PROLOGUE(CUBLAS, name, args)                                            \
-    sn_call c;                                                                 \
+    SN_CALL_DECL(c);                                                           \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_blas_stream(handle)); \
     c.lib_handle = (void *)(handle);
 

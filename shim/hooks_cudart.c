@@ -7,6 +7,7 @@
  * free wrappers are generated from hooks.def in hooks_alloc.c.
  */
 #include "shim/sn_wrap.h"
+#include "shim/sn_copy.h"
 
 #include <string.h>
 
@@ -24,66 +25,6 @@ SN_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 }
 
 /* ---- copies and sets ------------------------------------------------------- */
-
-static int sn_is_device_kind(int k)
-{
-    return (k & SN_KIND_ANY_DEVICE) != 0;
-}
-
-/* The op of a copy from its kind, resolving cudaMemcpyDefault through the
- * registry. -1: host to host, not a device operation. */
-static int sn_copy_op(const void *dst, const void *src, enum cudaMemcpyKind kind)
-{
-    switch (kind) {
-    case cudaMemcpyHostToDevice: return SN_OP_MEMCPY_H2D;
-    case cudaMemcpyDeviceToHost: return SN_OP_MEMCPY_D2H;
-    case cudaMemcpyDeviceToDevice: return SN_OP_MEMCPY_D2D;
-    case cudaMemcpyHostToHost: return -1;
-    default: break;
-    }
-    int d = sn_is_device_kind(sn_core_pointer_kind(dst));
-    int s = sn_is_device_kind(sn_core_pointer_kind(src));
-    if (d && s)
-        return SN_OP_MEMCPY_D2D;
-    if (d)
-        return SN_OP_MEMCPY_H2D;
-    if (s)
-        return SN_OP_MEMCPY_D2H;
-    return -1;
-}
-
-/* A 2D copy's arguments, as the four entry points give them. */
-typedef struct sn_copy2d {
-    void *dst;
-    size_t dpitch;
-    const void *src;
-    size_t spitch, width, height;
-    enum cudaMemcpyKind kind;
-    cudaStream_t stream;
-} sn_copy2d;
-
-static void sn_describe_copy2d(sn_call *c, const sn_copy2d *cp)
-{
-    void *dst = cp->dst;
-    const void *src = cp->src;
-    const size_t dpitch = cp->dpitch, spitch = cp->spitch, width = cp->width, height = cp->height;
-    if (!width || !height)
-        return;
-    uint64_t dspan = (uint64_t)dpitch * (height - 1) + width;
-    uint64_t sspan = (uint64_t)spitch * (height - 1) + width;
-    if (c->op != SN_OP_MEMCPY_D2H)
-        sn_call_range(c, dst, dspan, SN_WRITE | (dpitch == width || height == 1 ? SN_OVERWRITE : 0));
-    if (c->op != SN_OP_MEMCPY_H2D)
-        sn_call_range(c, src, sspan, SN_READ);
-    const void *host = c->op == SN_OP_MEMCPY_H2D ? src : c->op == SN_OP_MEMCPY_D2H ? dst : NULL;
-    if (host && sn_core_pointer_kind(host) == SN_KIND_HOST)
-        c->flags |= SN_CALL_HOST_PINNED;
-    if (c->op == SN_OP_MEMCPY_H2D && height == 1)
-        sn_core_note_stored(dst, src, width);
-    int shape[2] = {(int)height, (int)width};
-    sn_call_shape(c, 2, shape);
-    c->params = sn_hash_mix(sn_hash_mix(c->params, dpitch), spitch);
-}
 
 static cudaError_t sn_memcpy2d_real(sn_real_cudaMemcpy2DAsync_fn real_async, sn_real_cudaMemcpy2D_fn real_sync,
                                     const sn_copy2d *cp)
@@ -104,7 +45,7 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
     int op = sn_copy_op(dst, src, kind);
     if (op < 0)
         return sn_memcpy2d_real(real_async, real_sync, cp);
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, hook, op, sn_current_device(), stream);
     if (real_sync)
         c.flags |= SN_CALL_HOST_SYNC;
@@ -128,7 +69,7 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
             cudaError_t rc = real(dst, src, count, kind);                                      \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
@@ -155,7 +96,7 @@ SN_MEMCPY_SYNC(cudaMemcpy_ptds, cudaStreamPerThread)
             cudaError_t rc = real(dst, src, count, kind, stream);                              \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), stream);                  \
         sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, src, count, kind, stream));        \
@@ -203,7 +144,7 @@ SN_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
                                      size_t count)
 {
     SN_PROLOGUE(CUDART, cudaMemcpyPeer, (dst, dstDevice, src, srcDevice, count))
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeer, SN_OP_MEMCPY_D2D, dstDevice, NULL);
     c.flags |= SN_CALL_HOST_SYNC;
     sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
@@ -214,28 +155,17 @@ SN_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
                                           size_t count, cudaStream_t stream)
 {
     SN_PROLOGUE(CUDART, cudaMemcpyPeerAsync, (dst, dstDevice, src, srcDevice, count, stream))
-    sn_call c;
+    SN_CALL_DECL(c);
     sn_call_init(&c, SN_HOOK_ID_cudaMemcpyPeerAsync, SN_OP_MEMCPY_D2D, dstDevice, stream);
     sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, NULL});
     SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, (dst, dstDevice, src, srcDevice, count, stream));
-}
-
-static void sn_describe_set2d(sn_call *c, void *p, size_t pitch, int value, size_t width,
-                              size_t height)
-{
-    if (width && height)
-        sn_call_range(c, p, (uint64_t)pitch * (height - 1) + width,
-                      SN_WRITE | (pitch == width || height == 1 ? SN_OVERWRITE : 0));
-    int shape[2] = {(int)height, (int)width};
-    sn_call_shape(c, 2, shape);
-    c->params = sn_hash_mix(sn_hash_mix(c->params, (uint64_t)value), pitch);
 }
 
 #define SN_MEMSET(name, params, args, stream_expr, p, pitch, value, width, height)       \
     SN_EXPORT cudaError_t name params                                                          \
     {                                                                                          \
         SN_PROLOGUE(CUDART, name, args)                                                        \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_MEMSET, sn_current_device(), (stream_expr)); \
         sn_describe_set2d(&c, p, pitch, value, width, height);                                 \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, args);                                   \
@@ -405,7 +335,7 @@ static void sn_describe_launch(sn_call *c, const void *func, dim3 grid, dim3 blo
                                size_t sharedMem, cudaStream_t stream)                          \
     {                                                                                          \
         SN_PROLOGUE(CUDART, name, (funcname, gridDim, blockDim, args, sharedMem, stream))      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), stream);        \
         sn_describe_launch(&c, (const void *)funcname, gridDim, blockDim, args, sharedMem);    \
         SN_FORWARD_STEP(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation,                                          \
@@ -427,7 +357,7 @@ SN_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, func)
             cudaError_t rc = real(config, func, args);                                         \
             return rc;                                                                         \
         }                                                                                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), config->stream); \
         sn_describe_launch(&c, func, config->gridDim, config->blockDim, args,                  \
                            config->dynamicSmemBytes);                                          \
@@ -441,7 +371,7 @@ SN_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
     SN_EXPORT cudaError_t name(cudaGraphExec_t graphExec, cudaStream_t stream) \
     {                                                                          \
         SN_PROLOGUE(CUDART, name, (graphExec, stream))                         \
-        sn_call c;                                                             \
+        SN_CALL_DECL(c);                                                       \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), stream); \
         if (!sn_core_describe_graph(&c, (void *)graphExec))                   \
             c.flags |= SN_CALL_OPAQUE;                                         \

@@ -75,7 +75,7 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
 
 #define SN_DNN_BEGIN(name, op, handle, args)                                   \
     SN_PROLOGUE(CUDNN, name, args)                                             \
-    sn_call c;                                                                 \
+    SN_CALL_DECL(c);                                                           \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle)); \
     c.lib_handle = (void *)(handle);
 
@@ -248,7 +248,7 @@ SN_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(
     static const double zero = 0.0;
     sn_dnn_output(&c, yDesc, y, &zero);
     if (z == y && sn_nonzero_for(zDesc, alpha2) && c.nranges)
-        c.range[c.nranges - 1].mode = SN_READ | SN_WRITE;
+        sn_call_range_at(&c, c.nranges - 1)->mode = SN_READ | SN_WRITE;
     sn_workspace(&c, workSpace, workSpaceSizeInBytes);
     c.algo = (int)algo;
     SN_DNN_END((handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes,
@@ -526,7 +526,7 @@ SN_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(
     sn_bn_param(&c, dBnScaleBiasDesc, dBnBiasResult, SN_WRITE);
     unsigned extra = sn_nonzero_for(dBnScaleBiasDesc, betaParamDiff) ? SN_READ : SN_OVERWRITE;
     for (int i = before; i < c.nranges; i++)
-        c.range[i].mode |= extra;
+        sn_call_range_at(&c, i)->mode |= extra;
     sn_bn_param(&c, dBnScaleBiasDesc, savedMean, SN_READ);
     sn_bn_param(&c, dBnScaleBiasDesc, savedInvVariance, SN_READ);
     SN_DNN_END((handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x,

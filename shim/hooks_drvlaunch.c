@@ -18,7 +18,7 @@
     {                                                                                          \
         SN_PROLOGUE(CUDA, name, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
                                  sharedMemBytes, hStream, kernelParams, extra))               \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                          \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), hStream);       \
         sn_core_describe_cu_kernel(&c, (void *)f, kernelParams, extra);                        \
         c.params = sn_hash_mix(c.params, (uint64_t)gridDimX * gridDimY * gridDimZ);            \
@@ -37,7 +37,7 @@ SN_CU_LAUNCH(cuLaunchKernel_ptsz)
     {                                                                                          \
         SN_PROLOGUE(CUDA, name, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
                                  sharedMemBytes, hStream, kernelParams))                      \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                          \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), hStream);       \
         sn_core_describe_cu_kernel(&c, (void *)f, kernelParams, NULL);                         \
         c.params = sn_hash_mix(c.params, (uint64_t)gridDimX * gridDimY * gridDimZ);            \
@@ -54,7 +54,7 @@ SN_CU_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
         SN_PROLOGUE(CUDA, name, (config, f, kernelParams, extra))                              \
         if (!config)                                                                           \
             return real(config, f, kernelParams, extra);                                       \
-        sn_call c;                                                                             \
+        SN_CALL_DECL(c);                                                                          \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_KERNEL, sn_current_device(), config->hStream); \
         sn_core_describe_cu_kernel(&c, (void *)f, kernelParams, extra);                        \
         c.params = sn_hash_mix(c.params, (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ); \
@@ -67,7 +67,7 @@ SN_CU_LAUNCH_EX(cuLaunchKernelEx_ptsz)
     SN_EXPORT CUresult name(CUgraphExec hGraphExec, CUstream hStream)          \
     {                                                                          \
         SN_PROLOGUE(CUDA, name, (hGraphExec, hStream))                         \
-        sn_call c;                                                             \
+        SN_CALL_DECL(c);                                                          \
         sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_GRAPH, sn_current_device(), hStream); \
         if (!sn_core_describe_graph(&c, (void *)hGraphExec))                  \
             c.flags |= SN_CALL_OPAQUE;                                         \

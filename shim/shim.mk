@@ -7,7 +7,7 @@ TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_
 LIBSN_SRC := common/sn_log.c common/sn_options.c common/sn_resolve.c shim/sn_init.c \
              common/sn_lock.c core/sn_registry.c common/sn_extent.c core/sn_access.c shim/sn_describe.c core/sn_convsearch.c core/sn_core.c core/sn_graphs.c common/sn_capture.c \
              manage/sn_exec.c manage/sn_planner.c manage/sn_manage.c \
-             shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_cudart.c shim/hooks_cudnn.c \
+             shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_drvcopy.c shim/hooks_cudart.c shim/hooks_cudnn.c \
              shim/hooks_cublas.c shim/hooks_drvlaunch.c allocator/sn_arena.c allocator/sn_stage.c allocator/sn_gtbm.c common/sn_gtbm_class.c \
              $(TRACER_SRC)
 LIBSN_OBJ := $(LIBSN_SRC:%.c=$(BUILD)/%.o) $(POLICY_OBJS)
@@ -138,3 +138,22 @@ $(BUILD)/tests/test_sn_lock: $(BUILD)/tests/test_sn_lock.o $(BUILD)/common/sn_lo
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
 
 TEST_BINS += $(BUILD)/tests/test_sn_lock
+
+# A program that reaches the GPU through the driver API only (copies, sets,
+# entry points from cuGetProcAddress), and the same program with the
+# runtime loaded beside it, which manage mode's arena needs.
+$(BUILD)/tests/sn_drvprobe: $(BUILD)/tests/sn_drvprobe.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA)
+$(BUILD)/tests/sn_drvprobe_rt: $(BUILD)/tests/sn_drvprobe.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA) -Wl,--no-as-needed $(REAL_CUDART) -Wl,--as-needed
+
+ALL_TARGETS += $(BUILD)/tests/sn_drvprobe $(BUILD)/tests/sn_drvprobe_rt
+TEST_SCRIPTS += tests/test_sn_driver.sh
+
+# Kernels with 30 and 130 pointer parameters (multi-tensor apply): calls
+# longer than a call record holds inline.
+$(BUILD)/tests/sn_longcall: $(BUILD)/tests/sn_longcall.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_longcall
+TEST_SCRIPTS += tests/test_sn_longcall.sh

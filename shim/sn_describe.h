@@ -144,7 +144,7 @@ static inline void sn_dnn_output(sn_call *c, cudnnTensorDescriptor_t desc, void 
     cudnnDataType_t type = sn_dnn_tensor(c, desc, p, SN_WRITE, &dense);
     if (c->nranges == before)
         return;
-    sn_range *r = &c->range[c->nranges - 1];
+    sn_range *r = sn_call_range_at(c, c->nranges - 1);
     if (sn_dnn_scale_nonzero(beta, type))
         r->mode |= SN_READ;
     else if (dense)
@@ -184,7 +184,7 @@ static inline void sn_dnn_filter_output(sn_call *c, cudnnFilterDescriptor_t desc
     cudnnDataType_t type = CUDNN_DATA_FLOAT;
     if (!sn_dnn_filter_range(c, desc, p, SN_WRITE, &type))
         return;
-    sn_range *r = &c->range[c->nranges - 1];
+    sn_range *r = sn_call_range_at(c, c->nranges - 1);
     r->mode |= sn_dnn_scale_nonzero(beta, type) ? SN_READ : SN_OVERWRITE;
 }
 

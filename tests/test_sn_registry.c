@@ -163,9 +163,23 @@ static void test_call_ranges(void **state)
     sn_call_range(&c, NULL, 16, SN_READ);
     sn_call_range(&c, (void *)0x100, 0, SN_READ);
     assert_int_equal(c.nranges, 0);
-    for (int i = 0; i < SN_CALL_MAX_RANGES + 5; i++)
-        sn_call_range(&c, (void *)(uintptr_t)(0x1000 * (i + 1)), 8, SN_WRITE);
-    assert_int_equal(c.nranges, SN_CALL_MAX_RANGES);
+    /* past the inline ranges a call spills to the heap, in order, and
+     * stays transparent however long it gets */
+    int total = SN_CALL_INLINE_RANGES + 200;
+    for (int i = 0; i < total; i++)
+        sn_call_range(&c, (void *)(uintptr_t)(0x1000 * (i + 1)), 8 + (unsigned)i, SN_WRITE);
+    assert_int_equal(c.nranges, total);
+    assert_false(c.flags & SN_CALL_OPAQUE);
+    assert_non_null(c.spill);
+    for (int i = 0; i < total; i++) {
+        const sn_range *r = sn_call_range_get(&c, i);
+        assert_true(r->addr == (uintptr_t)(0x1000 * (i + 1)));
+        assert_true(r->bytes == 8 + (unsigned)i);
+        assert_int_equal(r->mode, SN_WRITE);
+    }
+    sn_call_release(&c);
+    assert_null(c.spill);
+    assert_int_equal(c.nranges, SN_CALL_INLINE_RANGES);
     int d[7] = {1, 2, 3, 4, 5, 6, 7};
     sn_call_shape(&c, 7, d);
     assert_int_equal(c.shape[0].nd, SN_SHAPE_MAX_DIMS);
@@ -212,23 +226,33 @@ static void test_access_complete(void **state)
     sn_reg_destroy(&r);
 }
 
-/* More ranges than a call record holds: the call becomes opaque. */
-static void test_access_too_many_ranges(void **state)
+/* More ranges than a call record holds inline (a kernel with 130 pointer
+ * parameters): every one is resolved, the call is not opaque. */
+static void test_access_long_call(void **state)
 {
     (void)state;
+    enum { N = 130 };
     sn_registry r;
     sn_reg_init(&r);
-    add_block(&r, SN_CALL_MAX_RANGES + 1);
-    sn_call c;
+    add_block(&r, N);
+    SN_CALL_DECL(c);
     sn_call_init(&c, 0, 0, 0, NULL);
-    for (int i = 0; i < SN_CALL_MAX_RANGES; i++)
-        sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)i), 0x1000, SN_READ);
+    for (int i = 0; i < N; i++)
+        sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)i), 0x1000,
+                      i % 2 ? SN_READ : SN_WRITE | SN_OVERWRITE);
+    assert_int_equal(c.nranges, N);
     assert_false(c.flags & SN_CALL_OPAQUE);
-    sn_trace_access acc[64];
-    assert_false(sn_access_resolve_locked(&r, &c, acc, 64, NULL).incomplete);
-    sn_call_range(&c, (void *)(0x100000 + 0x1000 * (uintptr_t)SN_CALL_MAX_RANGES), 0x1000, SN_READ);
-    assert_true(c.flags & SN_CALL_OPAQUE);
-    assert_true(sn_access_resolve_locked(&r, &c, acc, 64, NULL).incomplete);
+    sn_trace_access acc[2 * N];
+    sn_access_result res = sn_access_resolve_locked(&r, &c, acc, 2 * N, NULL);
+    assert_false(res.incomplete);
+    assert_int_equal(res.unknown, 0);
+    assert_int_equal(res.nacc, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(acc[i].tensor, i);
+        assert_int_equal(acc[i].mode, i % 2 ? SN_ACC_R : SN_ACC_W | SN_ACC_KILL);
+    }
+    /* a caller's array too small for them still makes it incomplete */
+    assert_true(sn_access_resolve_locked(&r, &c, acc, N - 1, NULL).incomplete);
     sn_reg_destroy(&r);
 }
 
@@ -611,7 +635,7 @@ int main(void)
         cmocka_unit_test(test_access_uses_merged),
         cmocka_unit_test(test_access_memo),
         cmocka_unit_test(test_access_memo_grows),
-        cmocka_unit_test(test_access_too_many_ranges),
+        cmocka_unit_test(test_access_long_call),
         cmocka_unit_test(test_access_range_over_many_allocations),
         cmocka_unit_test(test_access_array_full),
         cmocka_unit_test(test_access_allocation_without_record),
