@@ -1120,10 +1120,22 @@ static void sn_relearn_events_locked(sn_device *d, sn_trace *tr)
 enum { SN_CAPTURE_NO, SN_CAPTURE_YES, SN_CAPTURE_UNKNOWN };
 static int sn_stream_capturing(void *stream)
 {
+    void *ev;
+    if (sn_capture_active() && sn_capture_event(stream, &ev))
+        return SN_CAPTURE_YES;
     sn_real_cudaStreamIsCapturing_fn query = SN_REAL(cudaStreamIsCapturing);
     sn_real_cudaPeekAtLastError_fn peek = SN_REAL(cudaPeekAtLastError);
-    if (!query)
-        return SN_CAPTURE_NO;
+    if (!query) {
+        /* a program of the driver API alone: the driver answers, and
+         * keeps no last error to disturb */
+        sn_real_cuStreamIsCapturing_fn cu_query = SN_REAL(cuStreamIsCapturing);
+        CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (!cu_query)
+            return SN_CAPTURE_NO;
+        if (cu_query((CUstream)stream, &st) != CUDA_SUCCESS)
+            return SN_CAPTURE_UNKNOWN;
+        return st != CU_STREAM_CAPTURE_STATUS_NONE ? SN_CAPTURE_YES : SN_CAPTURE_NO;
+    }
     if (!peek || peek() != cudaSuccess)
         return SN_CAPTURE_UNKNOWN;
     enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

@@ -141,13 +141,17 @@ TEST_BINS += $(BUILD)/tests/test_sn_lock
 
 # A program that reaches the GPU through the driver API only (copies, sets,
 # entry points from cuGetProcAddress), and the same program with the
-# runtime loaded beside it, which manage mode's arena needs.
+# runtime loaded beside it; one that launches kernels and graphs through
+# the driver only.
 $(BUILD)/tests/sn_drvprobe: $(BUILD)/tests/sn_drvprobe.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA)
 $(BUILD)/tests/sn_drvprobe_rt: $(BUILD)/tests/sn_drvprobe.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA) -Wl,--no-as-needed $(REAL_CUDART) -Wl,--as-needed
 
-ALL_TARGETS += $(BUILD)/tests/sn_drvprobe $(BUILD)/tests/sn_drvprobe_rt
+$(BUILD)/tests/sn_drvlaunch: $(BUILD)/tests/sn_drvlaunch.o $(SIM_LIBS)
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDA) -ldl
+
+ALL_TARGETS += $(BUILD)/tests/sn_drvprobe $(BUILD)/tests/sn_drvprobe_rt $(BUILD)/tests/sn_drvlaunch
 TEST_SCRIPTS += tests/test_sn_driver.sh
 
 # Kernels with 30 and 130 pointer parameters (multi-tensor apply): calls

@@ -12,8 +12,8 @@
  * Some calls go through pointers from cuGetProcAddress (one fetched with
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), as the runtime and JIT
  * compilers reach the driver. sn_drvprobe_rt is the same program with the
- * runtime loaded beside it (nothing of it called): libsn's arena is built
- * on the runtime, so manage mode serves and moves memory only there.
+ * runtime loaded beside it (nothing of it called); without it, libsn loads
+ * the runtime for its own copies and events.
  *
  * Usage: sn_drvprobe [rounds]   (default 3)
  */

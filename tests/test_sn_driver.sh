@@ -10,7 +10,12 @@
 # copies and events) and for the probe with the runtime linked in. The
 # simulator's granule is 64 KiB so that buffers move one by one; a copy
 # into an arena block libsn did not make resident is an illegal address.
-# Prints TAP-like "ok"/"not ok" lines.
+# tests/sn_drvlaunch.c launches kernels of a module through the driver
+# (cuLaunchKernel with kernelParams and with a packed buffer,
+# cuLaunchKernelEx, a graph captured on a stream and replayed with
+# cuGraphLaunch): each launch is a described call, none opaque, and at a
+# third of its peak the results are the same. Prints TAP-like "ok"/"not
+# ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
 probe="$BUILD_DIR/tests/sn_drvprobe"
@@ -74,3 +79,27 @@ check "manage: the arena served the buffers and swapped them (evictions, loads)"
      [ '$(report_value "$tmp/manage.json" manage swap_in)' -gt 0 ] &&
      [ '$(report_value "$tmp/manage.json" manage evictions)' -gt 0 ]"
 check "manage: no call ran out of memory" "[ '$(report_value "$tmp/manage.json" manage oom_calls)' = 0 ]"
+
+# kernels and graphs launched through the driver (tests/sn_drvlaunch.c)
+dl="$BUILD_DIR/tests/sn_drvlaunch"
+"$dl" >"$tmp/dl.out" 2>&1
+rc=$?
+if [ $rc -eq 77 ]; then
+    n=$((n + 1)); echo "ok $n - driver launches # SKIP host modules need the simulated device"
+else
+    dl_calls=$(sed -n 's/^calls //p' "$tmp/dl.out")
+    SN_MODE=trace SN_REPORT="$tmp/dl-trace.json" LD_PRELOAD="$SN_PRELOAD" "$dl" >"$tmp/dl-trace.out" 2>&1
+    check "driver launches, trace: the same output; every launch and copy a call ($dl_calls), none opaque" \
+        "[ $rc -eq 0 ] && cmp -s '$tmp/dl.out' '$tmp/dl-trace.out' &&
+         [ '$(report_value "$tmp/dl-trace.json" calls)' = '$dl_calls' ] &&
+         [ '$(report_value "$tmp/dl-trace.json" run opaque_calls)' = 0 ]"
+    dl_peak=$(peak_of "$dl")
+    have_bytes "sn_drvlaunch's peak" peak_bytes "$dl_peak" && {
+        SN_MODE=manage SN_BUDGET=$((dl_peak / 3)) SN_REPORT="$tmp/dl-manage.json" LD_PRELOAD="$SN_PRELOAD" "$dl" \
+            >"$tmp/dl-manage.out" 2>"$tmp/dl-manage.err"
+        check "driver launches and a driver-captured graph, manage at a third of the peak: the same output, memory moved" \
+            "cmp -s '$tmp/dl.out' '$tmp/dl-manage.out' &&
+             [ '$(report_value "$tmp/dl-manage.json" manage evictions)' -gt 0 ]" ||
+            sed 's/^/# /' "$tmp/dl-manage.err" | head -4
+    }
+fi
