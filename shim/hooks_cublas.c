@@ -135,6 +135,299 @@ SN_EXPORT cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperati
                  ldc, batchCount));
 }
 
+/* ---- mixed-type, 64-bit and pointer-array GEMMs ----------------------------------- */
+
+/* Bytes of one element of a cuBLAS matrix type; 0 for a type libsn does
+ * not know (the call is then opaque rather than described short). */
+static unsigned sn_blas_type_bytes(cudaDataType t)
+{
+    switch (t) {
+    case CUDA_R_8I: case CUDA_R_8U: case CUDA_R_8F_E4M3: case CUDA_R_8F_E5M2: return 1;
+    case CUDA_R_16F: case CUDA_R_16BF: case CUDA_C_8I: case CUDA_C_8U: return 2;
+    case CUDA_R_32F: case CUDA_R_32I: case CUDA_R_32U: case CUDA_C_16F: case CUDA_C_16BF: return 4;
+    case CUDA_R_64F: case CUDA_C_32F: case CUDA_C_32I: case CUDA_C_32U: return 8;
+    case CUDA_C_64F: return 16;
+    default: return 0;
+    }
+}
+
+/* Whether *beta may be non-zero; its type is the compute type's scale type
+ * (cublasGemmEx documentation). */
+static int sn_blas_scale_nonzero(cublasHandle_t handle, const void *beta, cublasComputeType_t ct)
+{
+    if (!beta || sn_blas_pointer_mode(handle) != CUBLAS_POINTER_MODE_HOST)
+        return 1;
+    switch (ct) {
+    case CUBLAS_COMPUTE_16F: case CUBLAS_COMPUTE_16F_PEDANTIC:
+        return (*(const uint16_t *)beta & 0x7fff) != 0;
+    case CUBLAS_COMPUTE_64F: case CUBLAS_COMPUTE_64F_PEDANTIC: case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+        return *(const double *)beta != 0.0;
+    case CUBLAS_COMPUTE_32I: case CUBLAS_COMPUTE_32I_PEDANTIC:
+        return *(const int32_t *)beta != 0;
+    default:
+        return *(const float *)beta != 0.0f;
+    }
+}
+
+/* One operand of a batch of GEMMs: base, element bytes, op(X) as rows x
+ * cols, leading dimension and stride between entries, in elements. */
+typedef struct sn_gemm_operand {
+    const void *p;
+    unsigned elem;
+    int64_t rows, cols, ld;
+    long long stride;
+} sn_gemm_operand;
+
+/* The whole strided span of one operand over the batch. A negative stride
+ * or an unknown element type leaves libsn unable to bound it: opaque. */
+static void sn_gemm_span(sn_call *c, const sn_gemm_operand *o, cublasOperation_t op, int64_t batch, unsigned mode)
+{
+    if (batch <= 0)
+        return;
+    if (!o->elem || o->stride < 0 || o->rows < 0 || o->cols < 0) {
+        c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    int64_t r = op == CUBLAS_OP_N ? o->rows : o->cols, k = op == CUBLAS_OP_N ? o->cols : o->rows;
+    uint64_t e = sn_extent_matrix(r, k, o->ld, o->elem);
+    if (e)
+        sn_call_range(c, o->p, (uint64_t)(batch - 1) * (uint64_t)o->stride * o->elem + e, mode);
+}
+
+/* A, B read; C read unless beta is zero, then overwritten where the batch
+ * of outputs is dense. */
+static void sn_gemm_describe(sn_call *c, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n,
+                             int64_t k, const sn_gemm_operand *a, const sn_gemm_operand *b,
+                             const sn_gemm_operand *cc, int64_t batch, int beta_nonzero)
+{
+    sn_gemm_span(c, a, transa, batch, SN_READ);
+    sn_gemm_span(c, b, transb, batch, SN_READ);
+    int dense = cc->ld == m && (batch <= 1 || cc->stride == m * n);
+    sn_gemm_span(c, cc, CUBLAS_OP_N, batch, beta_nonzero ? SN_READ | SN_WRITE : SN_WRITE | (dense ? SN_OVERWRITE : 0));
+    sn_shape3(c, (int)m, (int)n, (int)k);
+    c->params = sn_hash_mix(sn_hash_mix(sn_hash_mix(c->params, ((uint64_t)transa << 8) | (uint64_t)transb),
+                                        ((uint64_t)a->ld << 40) ^ ((uint64_t)b->ld << 20) ^ (uint64_t)cc->ld),
+                            (uint64_t)batch);
+    c->flops = 2.0 * (double)m * (double)n * (double)k * (double)(batch > 0 ? batch : 0);
+}
+
+/* Pointer-array batches: the matrices' addresses are in device memory,
+ * which libsn does not read, so only the arrays are described and the call
+ * is opaque (everything resident before it, everything dirty after). */
+static void sn_gemm_pointer_arrays(sn_call *c, const void *aa, const void *ba, const void *ca, int64_t m,
+                                   int64_t n, int64_t k, int64_t batch)
+{
+    c->flags |= SN_CALL_OPAQUE;
+    if (batch > 0) {
+        sn_call_range(c, aa, (uint64_t)batch * sizeof(void *), SN_READ);
+        sn_call_range(c, ba, (uint64_t)batch * sizeof(void *), SN_READ);
+        sn_call_range(c, ca, (uint64_t)batch * sizeof(void *), SN_READ);
+    }
+    sn_shape3(c, (int)m, (int)n, (int)k);
+    c->params = sn_hash_mix(c->params, (uint64_t)batch);
+    c->flops = 2.0 * (double)m * (double)n * (double)k * (double)(batch > 0 ? batch : 0);
+}
+
+#define SN_OPND(ptr, type, r, cl, ld_, str) \
+    (sn_gemm_operand) { (ptr), (type), (r), (cl), (ld_), (str) }
+
+SN_EXPORT cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa,
+                                           cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                           const float *alpha, const float *A, int64_t lda, const float *B,
+                                           int64_t ldb, const float *beta, float *C, int64_t ldc)
+{
+    SN_BLAS_BEGIN(cublasSgemm_v2_64, SN_OP_GEMM, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, 0), &SN_OPND(B, 4, k, n, ldb, 0),
+                     &SN_OPND(C, 4, m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
+SN_EXPORT cublasStatus_t cublasSgemmStridedBatched_64(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+    const float *alpha, const float *A, int64_t lda, long long int strideA, const float *B, int64_t ldb,
+    long long int strideB, const float *beta, float *C, int64_t ldc, long long int strideC, int64_t batchCount)
+{
+    SN_BLAS_BEGIN(cublasSgemmStridedBatched_64, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
+                   strideC, batchCount))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, strideA),
+                     &SN_OPND(B, 4, k, n, ldb, strideB), &SN_OPND(C, 4, m, n, ldc, strideC), batchCount,
+                     sn_blas_beta_nonzero(handle, beta));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
+                 strideC, batchCount));
+}
+
+SN_EXPORT cublasStatus_t cublasSgemmBatched_64(cublasHandle_t handle, cublasOperation_t transa,
+                                               cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                               const float *alpha, const float *const Aarray[], int64_t lda,
+                                               const float *const Barray[], int64_t ldb, const float *beta,
+                                               float *const Carray[], int64_t ldc, int64_t batchCount)
+{
+    SN_BLAS_BEGIN(cublasSgemmBatched_64, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                   batchCount))
+    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                 batchCount));
+}
+
+SN_EXPORT cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperation_t transa,
+                                            cublasOperation_t transb, int m, int n, int k, const double *alpha,
+                                            const double *const Aarray[], int lda, const double *const Barray[],
+                                            int ldb, const double *beta, double *const Carray[], int ldc,
+                                            int batchCount)
+{
+    SN_BLAS_BEGIN(cublasDgemmBatched, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                   batchCount))
+    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
+                 batchCount));
+}
+
+SN_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                       int m, int n, int k, const float *alpha, const void *A, cudaDataType Atype,
+                                       int lda, const void *B, cudaDataType Btype, int ldb, const float *beta,
+                                       void *C, cudaDataType Ctype, int ldc)
+{
+    SN_BLAS_BEGIN(cublasSgemmEx, SN_OP_GEMM, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
+}
+
+SN_EXPORT cublasStatus_t cublasSgemmEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                                          cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                          const float *alpha, const void *A, cudaDataType Atype, int64_t lda,
+                                          const void *B, cudaDataType Btype, int64_t ldb, const float *beta,
+                                          void *C, cudaDataType Ctype, int64_t ldc)
+{
+    SN_BLAS_BEGIN(cublasSgemmEx_64, SN_OP_GEMM, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
+}
+
+/* The types, compute type and algorithm of a cublasGemm*Ex call. */
+static uint64_t sn_gemm_ex_params(cudaDataType at, cudaDataType bt, cudaDataType ct, cublasComputeType_t comp,
+                                  cublasGemmAlgo_t algo)
+{
+    return (uint64_t)at << 48 ^ (uint64_t)bt << 32 ^ (uint64_t)ct << 16 ^ (uint64_t)comp << 8 ^
+           (uint64_t)(uint32_t)algo;
+}
+
+SN_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                      int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype,
+                                      int lda, const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
+                                      cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
+                                      cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmEx, SN_OP_GEMM, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                   computeType, algo))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
+                     sn_blas_scale_nonzero(handle, beta, computeType));
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                 computeType, algo));
+}
+
+SN_EXPORT cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                                         int64_t m, int64_t n, int64_t k, const void *alpha, const void *A,
+                                         cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype,
+                                         int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc,
+                                         cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmEx_64, SN_OP_GEMM, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                   computeType, algo))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
+                     sn_blas_scale_nonzero(handle, beta, computeType));
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+                 computeType, algo));
+}
+
+SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void *alpha, const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B,
+    cudaDataType Btype, int ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int ldc,
+    long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmStridedBatchedEx, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
+                   C, Ctype, ldc, strideC, batchCount, computeType, algo))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, strideA),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, strideB),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
+                     sn_blas_scale_nonzero(handle, beta, computeType));
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
+                 Ctype, ldc, strideC, batchCount, computeType, algo));
+}
+
+SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+    const void *alpha, const void *A, cudaDataType Atype, int64_t lda, long long int strideA, const void *B,
+    cudaDataType Btype, int64_t ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype,
+    int64_t ldc, long long int strideC, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmStridedBatchedEx_64, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
+                   C, Ctype, ldc, strideC, batchCount, computeType, algo))
+    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, strideA),
+                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, strideB),
+                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
+                     sn_blas_scale_nonzero(handle, beta, computeType));
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
+                 Ctype, ldc, strideC, batchCount, computeType, algo));
+}
+
+SN_EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                             cublasOperation_t transb, int m, int n, int k, const void *alpha,
+                                             const void *const Aarray[], cudaDataType Atype, int lda,
+                                             const void *const Barray[], cudaDataType Btype, int ldb,
+                                             const void *beta, void *const Carray[], cudaDataType Ctype, int ldc,
+                                             int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmBatchedEx, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
+                   Ctype, ldc, batchCount, computeType, algo))
+    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
+                 Ctype, ldc, batchCount, computeType, algo));
+}
+
+SN_EXPORT cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa,
+                                                cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
+                                                const void *alpha, const void *const Aarray[], cudaDataType Atype,
+                                                int64_t lda, const void *const Barray[], cudaDataType Btype,
+                                                int64_t ldb, const void *beta, void *const Carray[],
+                                                cudaDataType Ctype, int64_t ldc, int64_t batchCount,
+                                                cublasComputeType_t computeType, cublasGemmAlgo_t algo)
+{
+    SN_BLAS_BEGIN(cublasGemmBatchedEx_64, SN_OP_GEMM_BATCHED, handle,
+                  (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
+                   Ctype, ldc, batchCount, computeType, algo))
+    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
+                 Ctype, ldc, batchCount, computeType, algo));
+}
+
 SN_EXPORT cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m,
                                         int n, const float *alpha, const float *A, int lda,
                                         const float *x, int incx, const float *beta, float *y,
