@@ -5,6 +5,7 @@
  * by a non-zero beta (or by a beta cuBLAS reads from device memory) is read
  * as well as written.
  */
+#include "common/sn_lock.h"
 #include "shim/sn_describe.h"
 #include "shim/sn_wrap.h"
 
@@ -42,8 +43,73 @@ static unsigned sn_out_mode(cublasHandle_t handle, const float *beta, int dense)
     return SN_WRITE | (dense ? SN_OVERWRITE : 0);
 }
 
-/* Calls that change what libsn caches about a handle. */
-#define SN_BLAS_INVALIDATING(name, params, args)                               \
+/* ---- workspaces given with cublasSetWorkspace ------------------------------------ */
+
+/* GEMM-family kernels may use the handle's workspace on any call (the
+ * library does not say when; split-K is one use), so each GEMM describes
+ * the workspace in use as scratch: a user's buffer that libsn evicted would
+ * be an illegal address. The default workspace is the handle's own memory
+ * (sn_core_lib_scope), resident with the handle. cuBLAS has no getter, so
+ * libsn keeps what the handle was told: cublasSetWorkspace sets it,
+ * cublasSetStream (documented to return the handle to its default
+ * workspace) and cublasDestroy drop it. */
+#define SN_BLAS_WS_MAX 64
+static struct {
+    const void *handle;
+    void *ws;
+    size_t bytes;
+} sn_blas_ws_tab[SN_BLAS_WS_MAX];
+static int sn_blas_ws_n;        /* entries in use; read without the lock as the fast path */
+static int sn_blas_ws_overflow; /* a handle's workspace could not be recorded */
+static sn_lock sn_blas_ws_lock = SN_LOCK_INITIALIZER(SN_RANK_HANDLES);
+
+static void sn_blas_ws_set(const void *handle, void *ws, size_t bytes)
+{
+    sn_lock_take(&sn_blas_ws_lock);
+    int n = sn_blas_ws_n, i = 0;
+    while (i < n && sn_blas_ws_tab[i].handle != handle)
+        i++;
+    if (ws && bytes) {
+        if (i == n && n == SN_BLAS_WS_MAX)
+            __atomic_store_n(&sn_blas_ws_overflow, 1, __ATOMIC_RELEASE);
+        else {
+            sn_blas_ws_tab[i].handle = handle, sn_blas_ws_tab[i].ws = ws, sn_blas_ws_tab[i].bytes = bytes;
+            if (i == n)
+                n++;
+        }
+    } else if (i < n) {
+        sn_blas_ws_tab[i] = sn_blas_ws_tab[--n];
+    }
+    __atomic_store_n(&sn_blas_ws_n, n, __ATOMIC_RELEASE);
+    sn_lock_give(&sn_blas_ws_lock);
+}
+
+/* The handle's user workspace, as scratch the call may write. */
+static void sn_blas_workspace(sn_call *c, cublasHandle_t handle)
+{
+    if (__builtin_expect(!__atomic_load_n(&sn_blas_ws_n, __ATOMIC_ACQUIRE), 1)) {
+        if (__builtin_expect(__atomic_load_n(&sn_blas_ws_overflow, __ATOMIC_ACQUIRE), 0))
+            c->flags |= SN_CALL_OPAQUE;
+        return;
+    }
+    void *ws = NULL;
+    size_t bytes = 0;
+    sn_lock_take(&sn_blas_ws_lock);
+    for (int i = 0; i < sn_blas_ws_n; i++)
+        if (sn_blas_ws_tab[i].handle == (const void *)handle) {
+            ws = sn_blas_ws_tab[i].ws, bytes = sn_blas_ws_tab[i].bytes;
+            break;
+        }
+    sn_lock_give(&sn_blas_ws_lock);
+    if (ws)
+        sn_call_range(c, ws, bytes, SN_READ | SN_WRITE | SN_SCRATCH);
+    else if (__atomic_load_n(&sn_blas_ws_overflow, __ATOMIC_ACQUIRE))
+        c->flags |= SN_CALL_OPAQUE; /* its workspace may be one libsn could not record */
+}
+
+/* Calls that change what libsn caches about a handle; after runs when the
+ * real call succeeded. */
+#define SN_BLAS_INVALIDATING(name, params, args, after)                        \
     SN_EXPORT cublasStatus_t name params                                       \
     {                                                                          \
         sn_real_##name##_fn real = SN_REAL(name);                              \
@@ -52,17 +118,28 @@ static unsigned sn_out_mode(cublasHandle_t handle, const float *beta, int dense)
         SN_SCOPE(SN_LIB_CUBLAS);                                               \
         cublasStatus_t rc = real args;                                         \
         sn_describe_invalidate();                                              \
+        if (rc == CUBLAS_STATUS_SUCCESS)                                       \
+            after;                                                             \
         return rc;                                                             \
     }
-SN_BLAS_INVALIDATING(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t streamId), (handle, streamId))
-SN_BLAS_INVALIDATING(cublasSetPointerMode_v2, (cublasHandle_t handle, cublasPointerMode_t mode), (handle, mode))
-SN_BLAS_INVALIDATING(cublasDestroy_v2, (cublasHandle_t handle), (handle))
+SN_BLAS_INVALIDATING(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t streamId), (handle, streamId),
+                     sn_blas_ws_set(handle, NULL, 0))
+SN_BLAS_INVALIDATING(cublasSetPointerMode_v2, (cublasHandle_t handle, cublasPointerMode_t mode), (handle, mode),
+                     (void)0)
+SN_BLAS_INVALIDATING(cublasDestroy_v2, (cublasHandle_t handle), (handle), sn_blas_ws_set(handle, NULL, 0))
 
+/* Recorded even when the call comes from inside another library's call:
+ * the handle keeps the workspace after it returns. */
 SN_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                                size_t workspaceSizeInBytes)
 {
-    SN_PROLOGUE(CUBLAS, cublasSetWorkspace_v2, (handle, workspace, workspaceSizeInBytes))
+    sn_real_cublasSetWorkspace_v2_fn real = SN_REAL(cublasSetWorkspace_v2);
+    if (!real)
+        return SN_MISSING(CUBLAS, cublasSetWorkspace_v2);
+    SN_SCOPE(SN_LIB_CUBLAS);
     cublasStatus_t rc = real(handle, workspace, workspaceSizeInBytes);
+    if (rc == CUBLAS_STATUS_SUCCESS)
+        sn_blas_ws_set(handle, workspace, workspaceSizeInBytes);
     return rc;
 }
 
@@ -80,6 +157,7 @@ SN_EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t
     c.params = sn_hash_mix(sn_hash_mix(c.params, ((uint64_t)transa << 8) | (uint64_t)transb),
                            ((uint64_t)lda << 40) ^ ((uint64_t)ldb << 20) ^ (uint64_t)ldc);
     c.flops = 2.0 * m * n * k;
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
@@ -108,6 +186,7 @@ SN_EXPORT cublasStatus_t cublasSgemmStridedBatched(
     }
     sn_shape3(&c, m, n, k);
     c.params = sn_hash_mix(c.params, (uint64_t)batchCount);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C,
                  ldc, strideC, batchCount));
 }
@@ -131,6 +210,7 @@ SN_EXPORT cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperati
     }
     sn_shape3(&c, m, n, k);
     c.params = sn_hash_mix(c.params, (uint64_t)batchCount);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,
                  ldc, batchCount));
 }
@@ -240,6 +320,7 @@ SN_EXPORT cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperatio
                   (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
     sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, 0), &SN_OPND(B, 4, k, n, ldb, 0),
                      &SN_OPND(C, 4, m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
@@ -254,6 +335,7 @@ SN_EXPORT cublasStatus_t cublasSgemmStridedBatched_64(
     sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, strideA),
                      &SN_OPND(B, 4, k, n, ldb, strideB), &SN_OPND(C, 4, m, n, ldc, strideC), batchCount,
                      sn_blas_beta_nonzero(handle, beta));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
                  strideC, batchCount));
 }
@@ -268,6 +350,7 @@ SN_EXPORT cublasStatus_t cublasSgemmBatched_64(cublasHandle_t handle, cublasOper
                   (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                    batchCount))
     sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                  batchCount));
 }
@@ -282,6 +365,7 @@ SN_EXPORT cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperati
                   (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                    batchCount))
     sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                  batchCount));
 }
@@ -297,6 +381,7 @@ SN_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t 
                      &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
     c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
 }
 
@@ -312,6 +397,7 @@ SN_EXPORT cublasStatus_t cublasSgemmEx_64(cublasHandle_t handle, cublasOperation
                      &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
     c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
 }
 
@@ -337,6 +423,7 @@ SN_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t t
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
                  computeType, algo));
 }
@@ -355,6 +442,7 @@ SN_EXPORT cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
                  computeType, algo));
 }
@@ -373,6 +461,7 @@ SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
                  Ctype, ldc, strideC, batchCount, computeType, algo));
 }
@@ -391,6 +480,7 @@ SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(
                      &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C,
                  Ctype, ldc, strideC, batchCount, computeType, algo));
 }
@@ -407,6 +497,7 @@ SN_EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperat
                    Ctype, ldc, batchCount, computeType, algo))
     sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
                  Ctype, ldc, batchCount, computeType, algo));
 }
@@ -424,6 +515,7 @@ SN_EXPORT cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOpe
                    Ctype, ldc, batchCount, computeType, algo))
     sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
+    sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
                  Ctype, ldc, batchCount, computeType, algo));
 }

@@ -6,7 +6,10 @@
  * libsn and under manage mode with a budget of about a third of its data
  * (which it prints as "live_bytes"), and requires the same output byte for
  * byte: an operand not made resident faults, an output written while
- * resident and lost at eviction changes a checksum.
+ * resident and lost at eviction changes a checksum. The handle works in a
+ * workspace of the program's own (cublasSetWorkspace, as PyTorch does),
+ * which the GEMMs may write at any call, until cublasSetStream returns it
+ * to its default one and the program frees its buffer.
  *
  * Phase 1 (GemmEx, FP32 and FP16 inputs) and phase 2 (strided batches
  * reading phase 1's outputs) run twice over all their matrices, the second
@@ -31,6 +34,7 @@
 #define NSTRIDED 4
 #define SBATCH 8
 #define NPTR 8
+#define WS_BYTES (1u << 20)
 
 static uint64_t g_rng = 0x853c49e6748fea9bull;
 static size_t g_live;
@@ -116,6 +120,9 @@ int main(void)
 {
     cublasHandle_t h;
     CK(cublasCreate(&h));
+    /* a workspace of the program's own, as PyTorch gives each handle */
+    void *ws = dev_alloc(WS_BYTES);
+    CK(cublasSetWorkspace(h, ws, WS_BYTES));
     const float one = 1.0f, zero = 0.0f, half = 0.5f, scale = 1.0f / DIM;
 
     /* phase 1 and 2 operands */
@@ -176,6 +183,11 @@ int main(void)
     CK(cudaMemcpy(arr_b, pb, sizeof pb, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(arr_c, pc, sizeof pc, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(arr_d, pd, sizeof pd, cudaMemcpyHostToDevice));
+    /* back to the default workspace (cublasSetStream always returns to
+     * it), so the program's own may go; freed after the allocations above,
+     * so that its addresses stay unused */
+    CK(cublasSetStream(h, NULL));
+    dev_free(ws, WS_BYTES);
     /* pc = A B / DIM + pc / 2; then pd = pc^T pa / DIM */
     CK(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, DIM, DIM, DIM, &scale, (const void *const *)arr_a,
                            CUDA_R_32F, DIM, (const void *const *)arr_b, CUDA_R_32F, DIM, &half, (void *const *)arr_c,

@@ -7,9 +7,12 @@
 # the run without libsn byte for byte. An operand libsn does not make
 # resident is an illegal address in the simulator (the run dies); an output
 # written while resident but not marked dirty is lost at eviction (a
-# checksum differs). In trace mode the strided and plain GEMMs must be seen
+# checksum differs); so is a cublasSetWorkspace buffer libsn let go while
+# the handle uses it. In trace mode the strided and plain GEMMs must be seen
 # through: every GEMM is a step, and the only opaque calls are the two
-# pointer-array batches, whose matrices' addresses libsn does not read.
+# pointer-array batches, whose matrices' addresses libsn does not read, and
+# no range is unknown (a workspace the program freed after cublasSetStream
+# would be).
 # Prints TAP-like "ok"/"not ok" lines.
 set -u
 . "$(dirname "$0")/lib.sh"
