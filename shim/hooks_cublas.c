@@ -128,8 +128,9 @@ SN_BLAS_INVALIDATING(cublasSetPointerMode_v2, (cublasHandle_t handle, cublasPoin
                      (void)0)
 SN_BLAS_INVALIDATING(cublasDestroy_v2, (cublasHandle_t handle), (handle), sn_blas_ws_set(handle, NULL, 0))
 
-/* Recorded even when the call comes from inside another library's call:
- * the handle keeps the workspace after it returns. */
+/* Recorded even when the call comes from inside another library's call
+ * (the handle keeps the workspace after it returns); not when libsn is
+ * off. */
 SN_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
                                                size_t workspaceSizeInBytes)
 {
@@ -138,7 +139,7 @@ SN_EXPORT cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *work
         return SN_MISSING(CUBLAS, cublasSetWorkspace_v2);
     SN_SCOPE(SN_LIB_CUBLAS);
     cublasStatus_t rc = real(handle, workspace, workspaceSizeInBytes);
-    if (rc == CUBLAS_STATUS_SUCCESS)
+    if (rc == CUBLAS_STATUS_SUCCESS && (sn_scope_.entered || (sn_ready() && sn_active)))
         sn_blas_ws_set(handle, workspace, workspaceSizeInBytes);
     return rc;
 }
