@@ -184,6 +184,8 @@ SN_EXPORT cublasStatus_t cublasSgemmStridedBatched(
         if (ec)
             sn_call_range(&c, C, last * (uint64_t)strideC * 4 + ec,
                           sn_out_mode(handle, beta, ldc == m && strideC == (long long)m * n));
+    } else if (batchCount > 0) {
+        c.flags |= SN_CALL_OPAQUE; /* a negative stride: the span is not bounded here */
     }
     sn_shape3(&c, m, n, k);
     c.params = sn_hash_mix(c.params, (uint64_t)batchCount);
