@@ -1,9 +1,10 @@
 /*
- * hooks_cublas.c — wrappers of the cuBLAS _v2 calls. Matrices are
+ * hooks_cublas.c — wrappers of the cuBLAS _v2 calls and of the GEMMs
+ * frameworks use (the *Ex, batched and _64 forms). Matrices are
  * column-major: op(A) is rows x cols, stored with leading dimension lda, so
- * A spans lda * (stored cols - 1) + stored rows elements. An output scaled
- * by a non-zero beta (or by a beta cuBLAS reads from device memory) is read
- * as well as written.
+ * A spans lda * (stored cols - 1) + stored rows elements, of the size its
+ * cudaDataType gives. An output scaled by a non-zero beta (or by a beta
+ * cuBLAS reads from device memory) is read as well as written.
  */
 #include "common/sn_lock.h"
 #include "shim/sn_describe.h"
@@ -261,13 +262,14 @@ typedef struct sn_gemm_operand {
     long long stride;
 } sn_gemm_operand;
 
-/* The whole strided span of one operand over the batch. A negative stride
- * or an unknown element type leaves libsn unable to bound it: opaque. */
+/* The whole strided span of one operand over the batch. Negative sizes
+ * make the call fail untouched; a negative stride or an unknown element
+ * type leaves libsn unable to bound it: opaque. */
 static void sn_gemm_span(sn_call *c, const sn_gemm_operand *o, cublasOperation_t op, int64_t batch, unsigned mode)
 {
-    if (batch <= 0)
+    if (batch <= 0 || o->rows < 0 || o->cols < 0)
         return;
-    if (!o->elem || o->stride < 0 || o->rows < 0 || o->cols < 0) {
+    if (!o->elem || o->stride < 0) {
         c->flags |= SN_CALL_OPAQUE;
         return;
     }
@@ -277,42 +279,59 @@ static void sn_gemm_span(sn_call *c, const sn_gemm_operand *o, cublasOperation_t
         sn_call_range(c, o->p, (uint64_t)(batch - 1) * (uint64_t)o->stride * o->elem + e, mode);
 }
 
+/* A batch of GEMMs as the wrappers see it; a pointer-array batch has its
+ * arrays in a.p, b.p and c.p. */
+typedef struct sn_gemm {
+    cublasOperation_t transa, transb;
+    int64_t m, n, k, batch;
+    sn_gemm_operand a, b, c;
+} sn_gemm;
+
 /* A, B read; C read unless beta is zero, then overwritten where the batch
  * of outputs is dense. */
-static void sn_gemm_describe(sn_call *c, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n,
-                             int64_t k, const sn_gemm_operand *a, const sn_gemm_operand *b,
-                             const sn_gemm_operand *cc, int64_t batch, int beta_nonzero)
+static void sn_gemm_describe(sn_call *c, const sn_gemm *g, int beta_nonzero)
 {
-    sn_gemm_span(c, a, transa, batch, SN_READ);
-    sn_gemm_span(c, b, transb, batch, SN_READ);
-    int dense = cc->ld == m && (batch <= 1 || cc->stride == m * n);
-    sn_gemm_span(c, cc, CUBLAS_OP_N, batch, beta_nonzero ? SN_READ | SN_WRITE : SN_WRITE | (dense ? SN_OVERWRITE : 0));
-    sn_shape3(c, (int)m, (int)n, (int)k);
-    c->params = sn_hash_mix(sn_hash_mix(sn_hash_mix(c->params, ((uint64_t)transa << 8) | (uint64_t)transb),
-                                        ((uint64_t)a->ld << 40) ^ ((uint64_t)b->ld << 20) ^ (uint64_t)cc->ld),
-                            (uint64_t)batch);
-    c->flops = 2.0 * (double)m * (double)n * (double)k * (double)(batch > 0 ? batch : 0);
+    sn_gemm_span(c, &g->a, g->transa, g->batch, SN_READ);
+    sn_gemm_span(c, &g->b, g->transb, g->batch, SN_READ);
+    int dense = g->c.ld == g->m && (g->batch <= 1 || g->c.stride == g->m * g->n);
+    sn_gemm_span(c, &g->c, CUBLAS_OP_N, g->batch,
+                 beta_nonzero ? SN_READ | SN_WRITE : SN_WRITE | (dense ? SN_OVERWRITE : 0));
+    sn_shape3(c, (int)g->m, (int)g->n, (int)g->k);
+    c->params = sn_hash_mix(sn_hash_mix(sn_hash_mix(c->params, ((uint64_t)g->transa << 8) | (uint64_t)g->transb),
+                                        ((uint64_t)g->a.ld << 40) ^ ((uint64_t)g->b.ld << 20) ^ (uint64_t)g->c.ld),
+                            (uint64_t)g->batch);
+    c->flops = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)(g->batch > 0 ? g->batch : 0);
 }
 
 /* Pointer-array batches: the matrices' addresses are in device memory,
  * which libsn does not read, so only the arrays are described and the call
  * is opaque (everything resident before it, everything dirty after). */
-static void sn_gemm_pointer_arrays(sn_call *c, const void *aa, const void *ba, const void *ca, int64_t m,
-                                   int64_t n, int64_t k, int64_t batch)
+static void sn_gemm_pointer_arrays(sn_call *c, const sn_gemm *g)
 {
     c->flags |= SN_CALL_OPAQUE;
-    if (batch > 0) {
-        sn_call_range(c, aa, (uint64_t)batch * sizeof(void *), SN_READ);
-        sn_call_range(c, ba, (uint64_t)batch * sizeof(void *), SN_READ);
-        sn_call_range(c, ca, (uint64_t)batch * sizeof(void *), SN_READ);
+    if (g->batch > 0) {
+        sn_call_range(c, g->a.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
+        sn_call_range(c, g->b.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
+        sn_call_range(c, g->c.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
     }
-    sn_shape3(c, (int)m, (int)n, (int)k);
-    c->params = sn_hash_mix(c->params, (uint64_t)batch);
-    c->flops = 2.0 * (double)m * (double)n * (double)k * (double)(batch > 0 ? batch : 0);
+    sn_shape3(c, (int)g->m, (int)g->n, (int)g->k);
+    c->params = sn_hash_mix(c->params, (uint64_t)g->batch);
+    c->flops = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)(g->batch > 0 ? g->batch : 0);
 }
 
 #define SN_OPND(ptr, type, r, cl, ld_, str) \
     (sn_gemm_operand) { (ptr), (type), (r), (cl), (ld_), (str) }
+
+/* The batch a wrapper's own parameters name: op(A) m x k, op(B) k x n, C
+ * m x n, with element sizes ea, eb, ec and strides sa, sb, sc. */
+#define SN_GEMM_OF(ea, eb, ec, sa, sb, sc, batch_)                                                        \
+    (&(sn_gemm){transa, transb, m, n, k, (batch_), SN_OPND(A, (ea), m, k, lda, (sa)),                     \
+                SN_OPND(B, (eb), k, n, ldb, (sb)), SN_OPND(C, (ec), m, n, ldc, (sc))})
+#define SN_GEMM_EX_OF(sa, sb, sc, batch_)                                                                  \
+    SN_GEMM_OF(sn_blas_type_bytes(Atype), sn_blas_type_bytes(Btype), sn_blas_type_bytes(Ctype), sa, sb, sc, batch_)
+/* A pointer-array batch: the arrays stand for the operands. */
+#define SN_GEMM_ARRAYS                                                                                    \
+    (&(sn_gemm){.m = m, .n = n, .k = k, .batch = batchCount, .a.p = Aarray, .b.p = Barray, .c.p = Carray})
 
 SN_EXPORT cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperation_t transa,
                                            cublasOperation_t transb, int64_t m, int64_t n, int64_t k,
@@ -321,8 +340,7 @@ SN_EXPORT cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperatio
 {
     SN_BLAS_BEGIN(cublasSgemm_v2_64, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, 0), &SN_OPND(B, 4, k, n, ldb, 0),
-                     &SN_OPND(C, 4, m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    sn_gemm_describe(&c, SN_GEMM_OF(4, 4, 4, 0, 0, 0, 1), sn_blas_beta_nonzero(handle, beta));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
 }
@@ -335,8 +353,7 @@ SN_EXPORT cublasStatus_t cublasSgemmStridedBatched_64(
     SN_BLAS_BEGIN(cublasSgemmStridedBatched_64, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
                    strideC, batchCount))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, 4, m, k, lda, strideA),
-                     &SN_OPND(B, 4, k, n, ldb, strideB), &SN_OPND(C, 4, m, n, ldc, strideC), batchCount,
+    sn_gemm_describe(&c, SN_GEMM_OF(4, 4, 4, strideA, strideB, strideC, batchCount),
                      sn_blas_beta_nonzero(handle, beta));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,
@@ -352,7 +369,7 @@ SN_EXPORT cublasStatus_t cublasSgemmBatched_64(cublasHandle_t handle, cublasOper
     SN_BLAS_BEGIN(cublasSgemmBatched_64, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                    batchCount))
-    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_gemm_pointer_arrays(&c, SN_GEMM_ARRAYS);
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                  batchCount));
@@ -367,7 +384,7 @@ SN_EXPORT cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperati
     SN_BLAS_BEGIN(cublasDgemmBatched, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                    batchCount))
-    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_gemm_pointer_arrays(&c, SN_GEMM_ARRAYS);
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,
                  batchCount));
@@ -380,9 +397,7 @@ SN_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t 
 {
     SN_BLAS_BEGIN(cublasSgemmEx, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(0, 0, 0, 1), sn_blas_beta_nonzero(handle, beta));
     c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
@@ -396,9 +411,7 @@ SN_EXPORT cublasStatus_t cublasSgemmEx_64(cublasHandle_t handle, cublasOperation
 {
     SN_BLAS_BEGIN(cublasSgemmEx_64, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1, sn_blas_beta_nonzero(handle, beta));
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(0, 0, 0, 1), sn_blas_beta_nonzero(handle, beta));
     c.params = sn_hash_mix(c.params, (uint64_t)Atype << 32 ^ (uint64_t)Btype << 16 ^ (uint64_t)Ctype);
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc));
@@ -421,10 +434,7 @@ SN_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t t
     SN_BLAS_BEGIN(cublasGemmEx, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
                    computeType, algo))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
-                     sn_blas_scale_nonzero(handle, beta, computeType));
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(0, 0, 0, 1), sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
@@ -440,10 +450,7 @@ SN_EXPORT cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_
     SN_BLAS_BEGIN(cublasGemmEx_64, SN_OP_GEMM, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
                    computeType, algo))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, 0),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, 0),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, 0), 1,
-                     sn_blas_scale_nonzero(handle, beta, computeType));
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(0, 0, 0, 1), sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
@@ -459,9 +466,7 @@ SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(
     SN_BLAS_BEGIN(cublasGemmStridedBatchedEx, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
                    C, Ctype, ldc, strideC, batchCount, computeType, algo))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, strideA),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, strideB),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(strideA, strideB, strideC, batchCount),
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
@@ -478,9 +483,7 @@ SN_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(
     SN_BLAS_BEGIN(cublasGemmStridedBatchedEx_64, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta,
                    C, Ctype, ldc, strideC, batchCount, computeType, algo))
-    sn_gemm_describe(&c, transa, transb, m, n, k, &SN_OPND(A, sn_blas_type_bytes(Atype), m, k, lda, strideA),
-                     &SN_OPND(B, sn_blas_type_bytes(Btype), k, n, ldb, strideB),
-                     &SN_OPND(C, sn_blas_type_bytes(Ctype), m, n, ldc, strideC), batchCount,
+    sn_gemm_describe(&c, SN_GEMM_EX_OF(strideA, strideB, strideC, batchCount),
                      sn_blas_scale_nonzero(handle, beta, computeType));
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
@@ -498,7 +501,7 @@ SN_EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperat
     SN_BLAS_BEGIN(cublasGemmBatchedEx, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
                    Ctype, ldc, batchCount, computeType, algo))
-    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_gemm_pointer_arrays(&c, SN_GEMM_ARRAYS);
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
@@ -516,7 +519,7 @@ SN_EXPORT cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOpe
     SN_BLAS_BEGIN(cublasGemmBatchedEx_64, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
                    Ctype, ldc, batchCount, computeType, algo))
-    sn_gemm_pointer_arrays(&c, Aarray, Barray, Carray, m, n, k, batchCount);
+    sn_gemm_pointer_arrays(&c, SN_GEMM_ARRAYS);
     c.params = sn_hash_mix(c.params, sn_gemm_ex_params(Atype, Btype, Ctype, computeType, algo));
     sn_blas_workspace(&c, handle);
     SN_BLAS_END((handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray,
