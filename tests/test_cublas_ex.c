@@ -154,7 +154,12 @@ static void test_gemmex_fp32(void **state)
         float *A = dev_copy(hA, span(ra, ca, lda) * 4, &bA), *B = dev_copy(hB, span(rb, cb, ldb) * 4, &bB);
         float *C = dev_copy(hC, span(m, n, ldc) * 4, &bC);
         cublasStatus_t st;
-        if (t % 4 == 3)
+        if (t % 8 == 7)
+            st = cublasSgemmEx_64(g_h, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
+                                  CUDA_R_32F, ldc);
+        else if (t % 8 == 5)
+            st = cublasSgemm_v2_64(g_h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
+        else if (t % 4 == 3)
             st = cublasSgemmEx(g_h, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
                                CUDA_R_32F, ldc);
         else if (t % 4 == 2)
@@ -174,7 +179,7 @@ static void test_gemmex_fp32(void **state)
 }
 
 /* Strided batches with gaps between entries and a shared (stride 0) A,
- * through GemmStridedBatchedEx and SgemmStridedBatched_64. */
+ * through GemmStridedBatchedEx, its _64 form and SgemmStridedBatched_64. */
 static void test_strided_batched_ex(void **state)
 {
     (void)state;
@@ -198,12 +203,18 @@ static void test_strided_batched_ex(void **state)
         float alpha = 0.5f + rand_float(), beta = rand_float();
         void *bA, *bB, *bC;
         float *A = dev_copy(hA, na * 4, &bA), *B = dev_copy(hB, nb * 4, &bB), *C = dev_copy(hC, nc * 4, &bC);
-        cublasStatus_t st =
-            t < 3 ? cublasGemmStridedBatchedEx(g_h, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F,
-                                               ldb, sb, &beta, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
-                                               CUBLAS_GEMM_DEFAULT)
-                  : cublasSgemmStridedBatched_64(g_h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc,
-                                                 sc, batch);
+        cublasStatus_t st;
+        if (t < 2)
+            st = cublasGemmStridedBatchedEx(g_h, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb,
+                                            sb, &beta, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT);
+        else if (t < 4)
+            st = cublasGemmStridedBatchedEx_64(g_h, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F,
+                                               ldb, sb, &beta, C, CUDA_R_32F, ldc, sc, batch,
+                                               CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT);
+        else
+            st = cublasSgemmStridedBatched_64(g_h, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &beta, C, ldc, sc,
+                                              batch);
         assert_int_equal(st, CUBLAS_STATUS_SUCCESS);
         float *got = malloc(nc * 4);
         to_host(got, C, nc * 4);
@@ -217,12 +228,12 @@ static void test_strided_batched_ex(void **state)
 }
 
 /* Pointer arrays in device memory, each matrix its own allocation; the
- * same B listed twice. GemmBatchedEx, SgemmBatched and SgemmBatched_64. */
+ * same B listed twice. GemmBatchedEx, SgemmBatched and their _64 forms. */
 static void test_pointer_batched(void **state)
 {
     (void)state;
     enum { BATCH = 5 };
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 4; t++) {
         cublasOperation_t ta = rand_op(), tb = rand_op();
         int m = rand_int(1, 21), n = rand_int(1, 18), k = rand_int(1, 25);
         int ra = ta == CUBLAS_OP_N ? m : k, ca = ta == CUBLAS_OP_N ? k : m;
@@ -251,6 +262,10 @@ static void test_pointer_batched(void **state)
             st = cublasGemmBatchedEx(g_h, ta, tb, m, n, k, &alpha, (const void *const *)arrA, CUDA_R_32F, lda,
                                      (const void *const *)arrB, CUDA_R_32F, ldb, &beta, (void *const *)arrC,
                                      CUDA_R_32F, ldc, BATCH, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        else if (t == 3)
+            st = cublasGemmBatchedEx_64(g_h, ta, tb, m, n, k, &alpha, (const void *const *)arrA, CUDA_R_32F, lda,
+                                        (const void *const *)arrB, CUDA_R_32F, ldb, &beta, (void *const *)arrC,
+                                        CUDA_R_32F, ldc, BATCH, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
         else if (t == 1)
             st = cublasSgemmBatched(g_h, ta, tb, m, n, k, &alpha, (const float *const *)arrA, lda,
                                     (const float *const *)arrB, ldb, &beta, arrC, ldc, BATCH);
