@@ -7,8 +7,8 @@
  * here (normwise relative error below 1e-5) on random shapes, transposes,
  * leading dimensions above the minimum and alpha/beta other than (1, 0);
  * every operand sits at the very end of its allocation, so one element too
- * many faults, and the padding of C must survive. FP16 and BF16 are checked
- * exactly: small integers whose products are representable, and single
+ * many faults, and the padding of C must survive. FP16, BF16 and INT8 are
+ * checked exactly: small integers whose products are representable, and single
  * products that land on rounding ties (round to nearest even), overflow and
  * subnormals, with the expected bit patterns written out here. Pointer
  * arrays live in device memory; a freed matrix listed in one must fault
@@ -361,9 +361,39 @@ static void check_narrow(cudaDataType type, uint16_t (*enc)(int), int c_narrow, 
     cudaFree(bA), cudaFree(bB), cudaFree(bC);
 }
 
+/* INT8 inputs, FP32 output: C = A^T B exactly (integer sums below 2^24). */
+static void check_int8(void)
+{
+    enum { M = 3, N = 4, K = 9 };
+    int8_t hA[K * M], hB[K * N];
+    float want[M * N], got[M * N];
+    for (int i = 0; i < K * M; i++)
+        hA[i] = (int8_t)rand_int(-128, 127);
+    for (int i = 0; i < K * N; i++)
+        hB[i] = (int8_t)rand_int(-128, 127);
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < M; i++) {
+            int acc = 0;
+            for (int p = 0; p < K; p++)
+                acc += hA[i * K + p] * hB[j * K + p];
+            want[j * M + i] = (float)acc;
+        }
+    float one = 1.0f, zero = 0.0f;
+    void *bA, *bB, *bC;
+    void *A = dev_copy(hA, sizeof hA, &bA), *B = dev_copy(hB, sizeof hB, &bB), *C = dev_tail(sizeof got, &bC);
+    assert_int_equal(cublasGemmEx(g_h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, A, CUDA_R_8I, K, B, CUDA_R_8I, K,
+                                  &zero, C, CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     CUBLAS_STATUS_SUCCESS);
+    to_host(got, C, sizeof got);
+    for (int i = 0; i < M * N; i++)
+        assert_true(got[i] == want[i]);
+    cudaFree(bA), cudaFree(bB), cudaFree(bC);
+}
+
 static void test_half_bf16_exact(void **state)
 {
     (void)state;
+    check_int8();
     check_narrow(CUDA_R_16F, half_of, 1, 0);
     check_narrow(CUDA_R_16F, half_of, 0, 0);
     check_narrow(CUDA_R_16F, half_of, 1, 1);
