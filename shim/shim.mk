@@ -108,6 +108,14 @@ $(BUILD)/tests/sn_missing: $(BUILD)/tests/sn_missing.o $(SIM_LIBS)
 ALL_TARGETS += $(BUILD)/tests/sn_missing
 TEST_SCRIPTS += tests/test_sn_faults.sh
 
+# Framework-style GEMMs (GemmEx, strided and pointer-array batches) over
+# three times a budget, with and without libsn.
+$(BUILD)/tests/sn_gemm_probe: $(BUILD)/tests/sn_gemm_probe.o $(SIM_LIBS) | $(SIM_DIR)/libcublas.so.13
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUBLAS) $(REAL_CUDART)
+
+ALL_TARGETS += $(BUILD)/tests/sn_gemm_probe
+TEST_SCRIPTS += tests/test_sn_gemm_ex.sh
+
 # First stream work captured into a CUDA graph.
 $(BUILD)/tests/sn_capture: $(BUILD)/tests/sn_capture.o $(SIM_LIBS)
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDART)

@@ -21,7 +21,7 @@ $(SIM_DIR)/libcublas.so.13: $(SIM_CUBLAS_OBJ) sim/cublas/libcublas.map $(SIM_DIR
 ALL_TARGETS += $(SIM_DIR)/libcublas.so.13
 
 SIM_CUBLAS_TESTS := $(BUILD)/tests/test_cublas_ops $(BUILD)/tests/test_cublas_api \
-                    $(BUILD)/tests/test_cublas_model
+                    $(BUILD)/tests/test_cublas_model $(BUILD)/tests/test_cublas_ex
 # Order-only: building a test also builds the libraries it runs on.
 $(SIM_CUBLAS_TESTS): $(BUILD)/tests/%: $(BUILD)/tests/%.o | $(SIM_DIR)/libcudart.so.13 $(SIM_DIR)/libcublas.so.13
 	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUBLAS) $(REAL_CUDART) -lcmocka -lm

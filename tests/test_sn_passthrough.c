@@ -226,6 +226,38 @@ static void test_cublas(void **state)
     s = cublasSasum(h, 4, a, 1, &r);
     probe("cublasSasum", s);
     assert_int_equal(s, CUBLAS_STATUS_SUCCESS);
+    /* the GEMMs frameworks call */
+    s = cublasGemmEx(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a, CUDA_R_32F, 1, a, CUDA_R_32F, 1, &zero, a,
+                     CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmEx(NULL handle)", s);
+    assert_int_equal(s, CUBLAS_STATUS_NOT_INITIALIZED);
+    s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 1, 1, &one, a, CUDA_R_32F, 1, a, CUDA_R_32F, 1, &zero, a,
+                     CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmEx(m < 0)", s);
+    assert_int_equal(s, CUBLAS_STATUS_INVALID_VALUE);
+    s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a, CUDA_R_32F, 1, a, CUDA_R_32F, 1, &zero, a + 2,
+                     CUDA_R_16F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmEx(32F inputs, 16F output)", s);
+    assert_int_equal(s, CUBLAS_STATUS_NOT_SUPPORTED);
+    s = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a, CUDA_R_32F, 1, a + 1, CUDA_R_32F, 1, &zero, a + 2,
+                     CUDA_R_32F, 1, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmEx", s);
+    assert_int_equal(s, CUBLAS_STATUS_SUCCESS);
+    s = cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a, CUDA_R_32F, 1, 1, a, CUDA_R_32F, 1,
+                                   1, &zero, a, CUDA_R_32F, 1, 1, -1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmStridedBatchedEx(batch < 0)", s);
+    assert_int_equal(s, CUBLAS_STATUS_INVALID_VALUE);
+    s = cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, (const void *const *)a, CUDA_R_32F, 1,
+                            (const void *const *)a, CUDA_R_32F, 1, &zero, (void *const *)a, CUDA_R_32F, 1, 0,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    probe("cublasGemmBatchedEx(batch 0)", s);
+    assert_int_equal(s, CUBLAS_STATUS_SUCCESS);
+    s = cublasSgemmBatched(NULL, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, NULL, 1, NULL, 1, &zero, NULL, 1, 1);
+    probe("cublasSgemmBatched(NULL handle)", s);
+    assert_int_equal(s, CUBLAS_STATUS_NOT_INITIALIZED);
+    s = cublasSetWorkspace(h, a + 1, 12);
+    probe("cublasSetWorkspace(misaligned)", s);
+    assert_int_equal(s, CUBLAS_STATUS_INVALID_VALUE);
     assert_int_equal(cudaFree(a), cudaSuccess);
     assert_int_equal(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
 }
@@ -283,6 +315,9 @@ static void test_wrappers_are_libsn(void **state)
     assert_true(f && dladdr(f, &info));
     assert_non_null(strstr(info.dli_fname, "libsn"));
     f = dlsym(RTLD_DEFAULT, "cudnnConvolutionForward");
+    assert_true(f && dladdr(f, &info));
+    assert_non_null(strstr(info.dli_fname, "libsn"));
+    f = dlsym(RTLD_DEFAULT, "cublasGemmEx");
     assert_true(f && dladdr(f, &info));
     assert_non_null(strstr(info.dli_fname, "libsn"));
 }

@@ -148,7 +148,7 @@ for mode in off trace manage; do
         { diff "$tmp/miss-plain.out" "$tmp/miss.out" | sed 's/^/# /'; }
 done
 check "missing function: libsn says which function and why the program stops" \
-    "grep -q 'libsn: error: cublasSgemmBatched: no loaded CUDA library provides' '$tmp/miss.err'"
+    "grep -q 'libsn: error: cublasDgemmBatched: no loaded CUDA library provides' '$tmp/miss.err'"
 
 # ---- a program whose first stream work is captured into a graph ------------------------
 cap="$BUILD_DIR/tests/sn_capture"
