@@ -810,28 +810,51 @@ static sn_word_cached *sn_kernel_word(uintptr_t v, uint64_t gen, int *locked)
 }
 
 /* A kernel given memory that holds device addresses may reach what they
- * point to: those allocations too, read and written (the registry's lock
- * is held: *locked). Opaque when there were too many to keep. */
-static void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *locked)
+ * point to: those allocations too, with mode (the registry's lock is
+ * held: *locked). Returns -1, having added nothing, when that memory's
+ * addresses are not known (too many to keep, or none copied there from
+ * the host). */
+static int sn_stored_targets(sn_call *c, uintptr_t base, unsigned mode, uint64_t gen, int *locked)
 {
     if (!*locked) {
         sn_lock_take(&sn_reg_lock);
         *locked = 1;
     }
     const sn_alloc *holder = sn_reg_find_locked(&sn_reg, base);
-    if (!holder || holder->nstored < 0) {
-        c->flags |= SN_CALL_OPAQUE;
-        return;
-    }
+    if (!holder || holder->nstored <= 0)
+        return -1;
     int n = holder->nstored;
     for (int i = 0; i < n; i++) {
         const sn_word_cached *t = sn_kernel_word(holder->stored[i], gen, locked);
         int dup = !t->base;
-        for (int r = 0; r < c->nranges && !dup; r++)
-            dup = sn_call_range_get(c, r)->addr == t->base;
+        for (int r = 0; r < c->nranges && !dup; r++) {
+            sn_range *g = sn_call_range_at(c, r);
+            if (g->addr == t->base) {
+                g->mode |= mode;
+                dup = 1;
+            }
+        }
         if (!dup)
-            sn_call_range(c, (void *)t->base, t->size, SN_READ | SN_WRITE);
+            sn_call_range(c, (void *)t->base, t->size, mode);
     }
+    return 0;
+}
+
+static void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *locked)
+{
+    if (sn_stored_targets(c, base, SN_READ | SN_WRITE, gen, locked) != 0)
+        c->flags |= SN_CALL_OPAQUE;
+}
+
+int sn_core_describe_stored(sn_call *c, const void *array, unsigned mode)
+{
+    if (!sn_core_ready)
+        return -1;
+    int locked = 0;
+    int rc = sn_stored_targets(c, (uintptr_t)array, mode, sn_reg_gen(&sn_reg), &locked);
+    if (locked)
+        sn_lock_give(&sn_reg_lock);
+    return rc;
 }
 
 /* Host words about to be copied into dst that are addresses inside device

@@ -83,6 +83,11 @@ void sn_core_describe_cu_kernel(sn_call *c, void *f, void **params, void **extra
  * device addresses among its words make dst memory that holds pointers,
  * and a kernel given it is taken to touch what they point to. */
 void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes);
+/* Adds to c, with mode, the allocations the device addresses held by the
+ * memory at array point to (a batched GEMM's array of matrices). Returns
+ * -1, adding nothing, when those addresses are not known (they were not
+ * copied there from the host): the caller makes the call opaque. */
+int sn_core_describe_stored(sn_call *c, const void *array, unsigned mode);
 
 /* CUDA graphs (core/sn_graphs.c). A call issued to a capturing stream is
  * forwarded untouched (it runs at the graph's launch, not now) and its

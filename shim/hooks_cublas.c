@@ -204,13 +204,14 @@ SN_EXPORT cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperati
     SN_BLAS_BEGIN(cublasSgemmBatched, SN_OP_GEMM_BATCHED, handle,
                   (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray,
                    ldc, batchCount))
-    /* The matrices' addresses live in device memory: only the pointer
-     * arrays themselves are visible; what they point to must stay resident. */
-    c.flags |= SN_CALL_OPAQUE;
+    /* The matrices' addresses live in device memory (sn_gemm_pointer_arrays) */
     if (batchCount > 0) {
         sn_call_range(&c, Aarray, (uint64_t)batchCount * sizeof(void *), SN_READ);
         sn_call_range(&c, Barray, (uint64_t)batchCount * sizeof(void *), SN_READ);
         sn_call_range(&c, Carray, (uint64_t)batchCount * sizeof(void *), SN_READ);
+        if (sn_core_describe_stored(&c, Aarray, SN_READ) != 0 || sn_core_describe_stored(&c, Barray, SN_READ) != 0 ||
+            sn_core_describe_stored(&c, Carray, SN_READ | SN_WRITE) != 0)
+            c.flags |= SN_CALL_OPAQUE;
     }
     sn_shape3(&c, m, n, k);
     c.params = sn_hash_mix(c.params, (uint64_t)batchCount);
@@ -303,16 +304,21 @@ static void sn_gemm_describe(sn_call *c, const sn_gemm *g, int beta_nonzero)
     c->flops = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)(g->batch > 0 ? g->batch : 0);
 }
 
-/* Pointer-array batches: the matrices' addresses are in device memory,
- * which libsn does not read, so only the arrays are described and the call
- * is opaque (everything resident before it, everything dirty after). */
+/* Pointer-array batches: the matrices' addresses are in device memory.
+ * The arrays are read; the matrices are those the addresses libsn saw
+ * copied into the arrays point to (A's and B's read, C's read and
+ * written: whole allocations); when the arrays were filled on the device,
+ * the call is opaque (everything resident before it, everything dirty
+ * after). */
 static void sn_gemm_pointer_arrays(sn_call *c, const sn_gemm *g)
 {
-    c->flags |= SN_CALL_OPAQUE;
     if (g->batch > 0) {
         sn_call_range(c, g->a.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
         sn_call_range(c, g->b.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
         sn_call_range(c, g->c.p, (uint64_t)g->batch * sizeof(void *), SN_READ);
+        if (sn_core_describe_stored(c, g->a.p, SN_READ) != 0 || sn_core_describe_stored(c, g->b.p, SN_READ) != 0 ||
+            sn_core_describe_stored(c, g->c.p, SN_READ | SN_WRITE) != 0)
+            c->flags |= SN_CALL_OPAQUE;
     }
     sn_shape3(c, (int)g->m, (int)g->n, (int)g->k);
     c->params = sn_hash_mix(c->params, (uint64_t)g->batch);

@@ -14,9 +14,8 @@
  * Phase 1 (GemmEx, FP32 and FP16 inputs) and phase 2 (strided batches
  * reading phase 1's outputs) run twice over all their matrices, the second
  * round accumulating into the outputs of the first (beta = 1), so every
- * output is evicted and read back. Phase 3 (pointer arrays) runs after the
- * others' memory is freed: libsn cannot see through those calls and needs
- * everything resident for them.
+ * output is evicted and read back. Phase 3 (pointer arrays, filled from the
+ * host) runs after the others' memory is freed.
  */
 #include <stdint.h>
 #include <stdio.h>
