@@ -28,7 +28,7 @@ TEST_SCRIPTS += tests/test_trainer.sh
 # ---- overhead benchmark (make bench) ------------------------------------------------
 
 $(BUILD)/sn_overhead: $(BUILD)/bench/sn_overhead.o $(SIM_LIBS)
-	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl $(REAL_CUDA)
 
 BENCH_TARGETS += $(BUILD)/sn_overhead
 

@@ -4,7 +4,10 @@
  * under callgrind with and without libsn, at two values of N, so that the
  * difference per extra call is the wrapper's cost alone).
  *
- *   sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [K]
+ *   sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|culaunch|malloc N [K]
+ *
+ * launch is a runtime launch of a host kernel, culaunch the same kernel
+ * launched through the driver (cuLaunchKernel).
  *
  * With two arguments the call is made N times in a row. With K it is made
  * K times in each of N iterations of a tiny training loop (activation
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -42,7 +46,7 @@ static void nop_kernel(void **args, dim3 grid, dim3 block)
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|malloc N [K]\n");
+        fprintf(stderr, "usage: sn_overhead memset|addtensor|conv|saxpy|sgemm|launch|culaunch|malloc N [K]\n");
         return 2;
     }
     const char *what = argv[1];
@@ -72,6 +76,9 @@ int main(int argc, char **argv)
                                           CUDNN_DATA_FLOAT));
     size_t sizes[2] = {sizeof(float *), sizeof(int)};
     int have_kernel = simgpu_register_host_kernel(nop_kernel, "nop", 2, sizes) == 0;
+    cudaFunction_t nop_fn = NULL;
+    if (have_kernel && cudaGetFuncBySymbol(&nop_fn, (const void *)nop_kernel) != cudaSuccess)
+        nop_fn = NULL;
     const float one = 1, zero = 0;
     int count = 16;
     void *args[2] = {&a, &count};
@@ -102,6 +109,8 @@ int main(int argc, char **argv)
                 CHECK(cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, a, 4, b, 4, &zero, c, 4));
             else if (!strcmp(what, "launch") && have_kernel)
                 CHECK(cudaLaunchKernel((const void *)nop_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, 0));
+            else if (!strcmp(what, "culaunch") && nop_fn)
+                CHECK(cuLaunchKernel((CUfunction)nop_fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
             else if (!strcmp(what, "malloc")) {
                 void *p;
                 CHECK(cudaMalloc(&p, 256));

@@ -123,7 +123,7 @@ in_iterations() { # mode call toggles: per extra call inside a learned iteration
     echo "| call | without libsn (the call's own) | SN_MODE=off | trace, profiling | trace, steady | manage, steady | manage, steady, SN_POLICY=lru |"
     echo "|---|---:|---:|---:|---:|---:|---:|"
 } >"$out.tmp"
-for call in memset saxpy sgemm addtensor conv convkeep launch malloc; do
+for call in memset saxpy sgemm addtensor conv convkeep launch culaunch malloc; do
     case $call in
     memset) desc="cudaMemsetAsync" tg=cudaMemsetAsync ;;
     saxpy) desc="cublasSaxpy" tg=cublasSaxpy_v2 ;;
@@ -132,6 +132,7 @@ for call in memset saxpy sgemm addtensor conv convkeep launch malloc; do
     conv) desc="cudnnConvolutionForward" tg=cudnnConvolutionForward ;;
     convkeep) desc="cudnnConvolutionForward, SN_WORKSPACE=keep" tg=cudnnConvolutionForward ;;
     launch) desc="cudaLaunchKernel (host kernel)" tg=cudaLaunchKernel ;;
+    culaunch) desc="cuLaunchKernel (the same kernel, through the driver)" tg=cuLaunchKernel ;;
     malloc) desc="cudaMalloc + cudaFree (2 calls)" tg="cudaMalloc cudaFree" ;;
     esac
     plain=$(in_a_row plain $call "$tg")
