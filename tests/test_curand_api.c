@@ -69,6 +69,12 @@ static void test_statuses(void **state)
     assert_int_equal(curandSetGeneratorOrdering(g, (curandOrdering_t)999), CURAND_STATUS_OUT_OF_RANGE);
     assert_int_equal(curandGenerateNormal(g, (float *)(uintptr_t)d, 16, 0.0f, 1.0f), CURAND_STATUS_SUCCESS);
     assert_int_equal(curandDestroyGenerator(g), CURAND_STATUS_SUCCESS);
+    /* a destroyed generator is no generator */
+    assert_int_equal(curandDestroyGenerator(g), CURAND_STATUS_NOT_INITIALIZED);
+    assert_int_equal(curandGenerateUniform(g, (float *)(uintptr_t)d, 16), CURAND_STATUS_NOT_INITIALIZED);
+    assert_int_equal(curandSetPseudoRandomGeneratorSeed(g, 1), CURAND_STATUS_NOT_INITIALIZED);
+    /* host generators are not simulated */
+    assert_int_equal(curandCreateGeneratorHost(&g, CURAND_RNG_PSEUDO_DEFAULT), CURAND_STATUS_TYPE_ERROR);
     assert_int_equal(cuMemFree(d), CUDA_SUCCESS);
 }
 

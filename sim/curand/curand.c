@@ -222,7 +222,49 @@ struct curandGenerator_st {
 /* The two pseudo-random kinds have distinct sequences for one seed. */
 static uint32_t type_tag(curandRngType_t t) { return t == CURAND_RNG_PSEUDO_PHILOX4_32_10 ? 0x50484c58u : 0x58525757u; }
 
-static int gen_ok(curandGenerator_t g) { return g && g->magic == SIMRAND_MAGIC; }
+/* The live generators: a destroyed one must answer NOT_INITIALIZED
+ * without its freed memory being read. */
+static pthread_mutex_t g_live_lock = PTHREAD_MUTEX_INITIALIZER;
+static curandGenerator_t *g_live;
+static size_t g_nlive, g_caplive;
+
+static int live_add(curandGenerator_t g)
+{
+    pthread_mutex_lock(&g_live_lock);
+    int ok = 1;
+    if (g_nlive == g_caplive) {
+        size_t cap = g_caplive ? 2 * g_caplive : 16;
+        curandGenerator_t *grown = realloc(g_live, cap * sizeof *grown);
+        if (grown) {
+            g_live = grown;
+            g_caplive = cap;
+        } else {
+            ok = 0;
+        }
+    }
+    if (ok)
+        g_live[g_nlive++] = g;
+    pthread_mutex_unlock(&g_live_lock);
+    return ok;
+}
+
+/* Removes g when remove is set; returns whether it was live. */
+static int live_find(curandGenerator_t g, int remove)
+{
+    pthread_mutex_lock(&g_live_lock);
+    int found = 0;
+    for (size_t i = 0; i < g_nlive && !found; i++) {
+        if (g_live[i] == g) {
+            found = 1;
+            if (remove)
+                g_live[i] = g_live[--g_nlive];
+        }
+    }
+    pthread_mutex_unlock(&g_live_lock);
+    return found;
+}
+
+static int gen_ok(curandGenerator_t g) { return g && live_find(g, 0) && g->magic == SIMRAND_MAGIC; }
 
 curandStatus_t curandCreateGenerator(curandGenerator_t *generator, curandRngType_t rng_type)
 {
@@ -254,6 +296,12 @@ curandStatus_t curandCreateGenerator(curandGenerator_t *generator, curandRngType
     }
     g->magic = SIMRAND_MAGIC;
     g->type = rng_type;
+    if (!live_add(g)) {
+        if (g_drv.module_unload)
+            g_drv.module_unload(g->module);
+        free(g);
+        return CURAND_STATUS_ALLOCATION_FAILED;
+    }
     /* cuRAND's documented defaults: seed 0, offset 0 (calloc). */
     *generator = g;
     return CURAND_STATUS_SUCCESS;
@@ -269,7 +317,7 @@ curandStatus_t curandCreateGeneratorHost(curandGenerator_t *generator, curandRng
 
 curandStatus_t curandDestroyGenerator(curandGenerator_t g)
 {
-    if (!gen_ok(g))
+    if (!g || !live_find(g, 1))
         return CURAND_STATUS_NOT_INITIALIZED;
     g->magic = 0;
     if (g_drv.module_unload)
