@@ -23,12 +23,13 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 #include <cublas_v2.h>
+#include <curand.h>
 
 /* cuda.h maps the old name to the _v2 one; libsn must define both. */
 #undef cuGetProcAddress
 
 /* The libraries a hook belongs to. */
-enum sn_lib { SN_LIB_NONE = 0, SN_LIB_CUDART, SN_LIB_CUDNN, SN_LIB_CUBLAS, SN_LIB_CUDA, SN_LIB_COUNT };
+enum sn_lib { SN_LIB_NONE = 0, SN_LIB_CUDART, SN_LIB_CUDNN, SN_LIB_CUBLAS, SN_LIB_CUDA, SN_LIB_CURAND, SN_LIB_COUNT };
 
 enum sn_hook_id {
 #define SN_HOOK(lib, ret, name, params, args) SN_HOOK_ID_##name,
@@ -89,6 +90,7 @@ _Noreturn cudaError_t sn_missing_CUDART(int id);
 _Noreturn cudnnStatus_t sn_missing_CUDNN(int id);
 _Noreturn cublasStatus_t sn_missing_CUBLAS(int id);
 _Noreturn CUresult sn_missing_CUDA(int id);
+_Noreturn curandStatus_t sn_missing_CURAND(int id);
 #define SN_MISSING(lib, name) sn_missing_##lib(SN_HOOK_ID_##name)
 
 /* Name and library of a hook id. */

@@ -46,6 +46,7 @@ static const char *const sn_lib_soname[SN_LIB_COUNT] = {
     [SN_LIB_CUDNN] = "libcudnn.so.9",
     [SN_LIB_CUBLAS] = "libcublas.so.13",
     [SN_LIB_CUDA] = "libcuda.so.1",
+    [SN_LIB_CURAND] = "libcurand.so.10",
 };
 
 const char *sn_hook_name(int id)
@@ -253,6 +254,11 @@ cublasStatus_t sn_missing_CUBLAS(int id)
 }
 
 CUresult sn_missing_CUDA(int id)
+{
+    sn_missing(id);
+}
+
+curandStatus_t sn_missing_CURAND(int id)
 {
     sn_missing(id);
 }

@@ -2091,7 +2091,7 @@ void sn_core_device_reset(int dev)
 /* ---- what was not seen ------------------------------------------------------------- */
 
 static const char *const sn_cuda_libs[] = {"libcudart.so", "libcuda.so", "libcudnn.so",
-                                           "libcublas.so", "libcublasLt.so"};
+                                           "libcublas.so", "libcublasLt.so", "libcurand.so"};
 
 typedef struct sn_loaded_libs {
     char names[256];

@@ -3,7 +3,8 @@
 # must exist in the simulated libraries, or libsn's wrapper for it is never
 # exercised here: the runtime's under the real version node
 # (name@@libcudart.so.13) and under a name the real libcudart exports, the
-# driver's unversioned as in the real libcuda.so.1.
+# driver's unversioned as in the real libcuda.so.1; cuRAND's under the
+# real version node of libcurand.so.10.
 . "$(dirname "$0")/lib.sh"
 hooks="$(dirname "$0")/../common/hooks.def"
 real_cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
@@ -51,3 +52,21 @@ for name in cuModuleLoadData cuModuleLoadDataEx cuModuleLoadFatBinary cuModuleUn
     grep -qx "$name" "$tmp/cuda" || absent="$absent $name"
 done
 check "the driver exports its modules, launches, copies and capture calls${absent:+ (missing:$absent)}" "[ -z \"$absent\" ]"
+# cuRAND's hooked functions: exported by the simulated libcurand.so.10 under
+# the real version node, and names the real library exports.
+real_curand="${CUDA_HOME:-/usr/local/cuda}/lib64/libcurand.so.10"
+grep -oE 'SN_(HOOK|HOOK_PLAIN|REAL_ONLY)\(CURAND, [^,]+, [A-Za-z0-9_]+' "$hooks" | sed -E 's/.*, //' >"$tmp/rand_hooks"
+nm -D --defined-only "$BUILD_DIR/sim/libcurand.so.10" | awk '$2 == "T" {print $3}' >"$tmp/curand"
+rand_missing=""; rand_unreal=""
+while read -r name; do
+    grep -qx "$name@@libcurand.so.10" "$tmp/curand" || rand_missing="$rand_missing $name"
+    if [ -e "$real_curand" ]; then
+        nm -D --defined-only "$real_curand" | awk '$2 == "T" {print $3}' | grep -qx "$name@@libcurand.so.10" ||
+            rand_unreal="$rand_unreal $name"
+    fi
+done <"$tmp/rand_hooks"
+check "common/hooks.def names cuRAND functions ($(wc -l <"$tmp/rand_hooks") of them)" "[ \$(wc -l <\"$tmp/rand_hooks\") -ge 10 ]"
+check "every one is exported by the simulated libcurand.so.10${rand_missing:+ (missing:$rand_missing)}" "[ -z \"$rand_missing\" ]"
+check "they are names of the real libcurand.so.10${rand_unreal:+ (not:$rand_unreal)}" "[ -z \"$rand_unreal\" ]"
+grep -v '@@libcurand.so.10$' "$tmp/curand" | grep -E '^curand' >"$tmp/rand_unversioned" || true
+check "no cuRAND function is exported without the version node" "[ ! -s \"$tmp/rand_unversioned\" ]"

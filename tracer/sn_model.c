@@ -1686,7 +1686,7 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
         steps++;
         if (sn_is_copy(op))
             copies++;
-        else if (op == SN_OP_KERNEL || op == SN_OP_GRAPH)
+        else if (op == SN_OP_KERNEL || op == SN_OP_GRAPH || op == SN_OP_RNG)
             kernels++;
         else
             blas++;
