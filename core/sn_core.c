@@ -861,13 +861,15 @@ int sn_core_describe_stored(sn_call *c, const void *array, unsigned mode)
  * allocations: dst's allocation then holds them, and a kernel given it may
  * reach those allocations (sn_kernel_stored). Only small copies are read
  * (arrays of pointers are small: a batch of matrices, a list of tensors); a
- * word is a candidate when it could be a user-space address at all. A copy
- * over the whole allocation replaces what was known; a part adds to it. */
+ * word is a candidate when it could be a user-space address at all, at any
+ * alignment: a list of byte ranges (char pointers) may point anywhere in an
+ * allocation, as a kernel's own arguments may. A copy over the whole
+ * allocation replaces what was known; a part adds to it. */
 #define SN_STORED_SCAN_MAX 16384
 #define SN_STORED_KEEP 256
 static int sn_could_be_address(uintptr_t v)
 {
-    return v >= 65536 && v < ((uintptr_t)1 << 47) && !(v & 3);
+    return v >= 65536 && v < ((uintptr_t)1 << 47);
 }
 
 void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)

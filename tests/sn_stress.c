@@ -4,7 +4,15 @@
  * does random operations: allocations of a few bytes to several MiB, frees,
  * sets, 1-D and 2-D copies in every direction (synchronous, and on streams
  * through pinned and pageable host memory), cuBLAS and cuDNN calls and
- * kernel launches, on several streams and from one or two threads. Every
+ * kernel launches, on several streams and from one or two threads. The
+ * copies and sets also go through the driver API (cuMemcpy*, cuMemsetD8,
+ * D16, D32, cuMemcpy2D), kernels through cuLaunchKernel (kernelParams or a
+ * packed extra buffer) and cuLaunchKernelEx, and a kernel is handed a
+ * device array of pointers copied from the host just before; short
+ * sequences are captured into graphs (runtime or driver) launched over
+ * later operations; and calls that would overwrite a whole allocation fail
+ * (an invalid copy direction, a 2-D set wider than its pitch), changing
+ * nothing. Every
  * byte it copies back is compared with the shadow, and at the end every
  * live allocation is read back whole. Under libsn's manage mode allocations
  * move between the device and host memory behind the program's back: a
@@ -22,9 +30,12 @@
  * in any order. Each thread owns its allocations, streams and handles.
  *
  *   sn_stress --seed S [--ops N] [--threads 1|2] [--streams K]
- *             [--max-size BYTES] [--max-live BYTES] [--print-peak] [--verbose]
+ *             [--max-size BYTES] [--max-live BYTES] [--without new|KIND,...]
+ *             [--print-peak] [--verbose]
  *
- * --ops is the total over the threads; --max-live bounds each thread's live
+ * --without leaves out kinds of operation (driver, drvlaunch, ptrarray,
+ * graph, fail; "new" for all of them, which makes a seed do what it did
+ * before they existed). --ops is the total over the threads; --max-live bounds each thread's live
  * bytes; --print-peak adds a line with the sum of the threads' peak live
  * bytes, the largest working set of one operation (the bytes of the
  * allocations it touches, which a memory manager needs resident at once,
@@ -46,12 +57,13 @@
 #include <string.h>
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include "sim/simgpu.h"
 
-enum { SX_MAX_STREAMS = 8, SX_EVENTS = 8, SX_PINNED = 3, SX_LEGACY = 0, SX_MAX_TOUCH = 8 };
+enum { SX_MAX_STREAMS = 8, SX_EVENTS = 8, SX_PINNED = 3, SX_LEGACY = 0, SX_MAX_TOUCH = 8, SX_GRAPHS = 2, SX_GSTEPS = 3 };
 
 #define SX_MIB ((size_t)1 << 20)
 #define SX_GRAIN (2 * SX_MIB)
@@ -68,7 +80,25 @@ typedef struct sx_alloc {
     size_t size;
     long id;
     int owner; /* stream slot of the last operation on it, -1 when none is pending */
+    int graphs; /* steps of live graphs that use it: freed only once they are destroyed */
 } sx_alloc;
+
+/* One captured operation, applied to the shadow at every launch. */
+enum { SX_STEP_SET, SX_STEP_COPY, SX_STEP_AFFINE };
+typedef struct sx_step {
+    int kind;
+    sx_alloc *a, *b; /* the set's or kernel's target; a copy from a to b */
+    size_t off, doff, len;
+    int v, mul, add;
+} sx_step;
+
+typedef struct sx_graph {
+    int live, drv; /* launched through the driver */
+    cudaGraph_t g; /* NULL once destroyed (the executable graph does not need it) */
+    cudaGraphExec_t ge;
+    int nsteps;
+    sx_step st[SX_GSTEPS];
+} sx_graph;
 
 /* A device-to-host copy into a pinned buffer, compared once its event has
  * completed against the shadow as it was when the copy was issued. */
@@ -111,10 +141,15 @@ typedef struct sx_thread {
     int nwr, ntouched;
     size_t opws, live, peak, wmax;
     long nallocs, checked, ops_done, next_id;
+    int drv; /* the copy and set operations go through the driver API */
+    sx_graph gr[SX_GRAPHS];
 } sx_thread;
 
 static long g_seed = -1, g_ops = 400;
 static int g_threads = 1, g_streams = 2, g_print_peak, g_verbose, g_kernels;
+/* the host module's kernels, for launches through the driver */
+static int g_drv_kernels;
+static CUfunction g_fn_affine, g_fn_ptradd;
 static size_t g_max_size = 4 * SX_MIB, g_max_live = 16 * SX_MIB;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_code, g_stop;
@@ -235,7 +270,20 @@ static void ckdnn(sx_thread *t, cudnnStatus_t s, const char *what)
                 t->gop);
 }
 
+static void ckdrv(sx_thread *t, CUresult r, const char *what)
+{
+    const char *name = NULL;
+    if (r != CUDA_SUCCESS && cuGetErrorName(r, &name) != CUDA_SUCCESS)
+        name = "unknown";
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        sx_fail(t, 3, stderr, "sn_stress: out of memory: %s: %s (seed %ld op %ld)", what, name, g_seed, t->gop);
+    if (r != CUDA_SUCCESS)
+        sx_fail(t, 2, stderr, "sn_stress: error: %s: %s (seed %ld op %ld)", what, name, g_seed, t->gop);
+}
+
 #define CU(call) ck(t, (call), #call)
+#define CUD(call) ckdrv(t, (call), #call)
+#define DP(p) ((CUdeviceptr)(uintptr_t)(p))
 #define BLAS(call) ckblas(t, (call), #call)
 #define DNN(call) ckdnn(t, (call), #call)
 
@@ -328,6 +376,18 @@ static void order(sx_thread *t, int *owner, int slot)
         CU(cudaEventRecord(ev, S(t, o)));
         CU(cudaStreamWaitEvent(S(t, slot), ev, 0));
         break;
+    }
+}
+
+/* a belongs to the operation's working set. */
+static void use_touch(sx_thread *t, sx_alloc *a)
+{
+    int seen = 0;
+    for (int i = 0; i < t->ntouched; i++)
+        seen |= t->touched[i] == a;
+    if (!seen && t->ntouched < SX_MAX_TOUCH) {
+        t->touched[t->ntouched++] = a;
+        t->opws += a->size;
     }
 }
 
@@ -437,15 +497,24 @@ static void h2d(sx_thread *t, sx_alloc *a, size_t off, size_t len, int slot, int
     enum cudaMemcpyKind kind = chance(t, 15) ? cudaMemcpyDefault : cudaMemcpyHostToDevice;
     if (mode == SX_SYNC) {
         use(t, a, SX_LEGACY, 1);
-        CU(cudaMemcpy(a->dev + off, t->stage, len, kind));
+        if (t->drv)
+            CUD(cuMemcpyHtoD(DP(a->dev + off), t->stage, len));
+        else
+            CU(cudaMemcpy(a->dev + off, t->stage, len, kind));
     } else if (mode == SX_ASYNC_PAGEABLE) {
         use(t, a, slot, 1);
-        CU(cudaMemcpyAsync(a->dev + off, t->stage, len, kind, S(t, slot)));
+        if (t->drv)
+            CUD(cuMemcpyHtoDAsync(DP(a->dev + off), t->stage, len, S(t, slot)));
+        else
+            CU(cudaMemcpyAsync(a->dev + off, t->stage, len, kind, S(t, slot)));
     } else {
         sx_pinned *pb = pinned(t);
         memcpy(pb->p, t->stage, len);
         use(t, a, slot, 1);
-        CU(cudaMemcpyAsync(a->dev + off, pb->p, len, kind, S(t, slot)));
+        if (t->drv)
+            CUD(cuMemcpyHtoDAsync(DP(a->dev + off), pb->p, len, S(t, slot)));
+        else
+            CU(cudaMemcpyAsync(a->dev + off, pb->p, len, kind, S(t, slot)));
         CU(cudaEventRecord(pb->ev, S(t, slot)));
         pb->busy = 1;
     }
@@ -460,17 +529,26 @@ static void d2h(sx_thread *t, sx_alloc *a, size_t off, size_t len, int slot, int
     enum cudaMemcpyKind kind = chance(t, 15) ? cudaMemcpyDefault : cudaMemcpyDeviceToHost;
     if (mode == SX_SYNC) {
         use(t, a, SX_LEGACY, 0);
-        CU(cudaMemcpy(t->host, a->dev + off, len, kind));
+        if (t->drv)
+            CUD(cuMemcpyDtoH(t->host, DP(a->dev + off), len));
+        else
+            CU(cudaMemcpy(t->host, a->dev + off, len, kind));
         a->owner = -1; /* the copy waited for everything before it */
     } else if (mode == SX_ASYNC_PAGEABLE) {
         use(t, a, slot, 0);
-        CU(cudaMemcpyAsync(t->host, a->dev + off, len, kind, S(t, slot)));
+        if (t->drv)
+            CUD(cuMemcpyDtoHAsync(t->host, DP(a->dev + off), len, S(t, slot)));
+        else
+            CU(cudaMemcpyAsync(t->host, a->dev + off, len, kind, S(t, slot)));
         CU(cudaStreamSynchronize(S(t, slot)));
         settle(t, slot);
     } else {
         sx_pinned *pb = pinned(t);
         use(t, a, slot, 0);
-        CU(cudaMemcpyAsync(pb->p, a->dev + off, len, kind, S(t, slot)));
+        if (t->drv)
+            CUD(cuMemcpyDtoHAsync(pb->p, DP(a->dev + off), len, S(t, slot)));
+        else
+            CU(cudaMemcpyAsync(pb->p, a->dev + off, len, kind, S(t, slot)));
         CU(cudaEventRecord(pb->ev, S(t, slot)));
         memcpy(pb->exp, a->shadow + off, len);
         memcpy(pb->kn, a->known + off, len);
@@ -513,6 +591,7 @@ static void op_h2d_range(sx_thread *t, sx_alloc *a, size_t off, size_t len)
 }
 
 static void op_free(sx_thread *t);
+static void graphs_drop(sx_thread *t, const sx_alloc *a);
 
 static void op_malloc(sx_thread *t)
 {
@@ -558,6 +637,9 @@ static void op_free(sx_thread *t)
         return;
     int i = (int)rnd(t, (size_t)t->na);
     sx_alloc *a = t->a[i];
+    /* a graph's allocations must outlive it */
+    if (a->graphs)
+        graphs_drop(t, a);
     /* what was written last may be read nowhere else */
     if (chance(t, 60))
         d2h(t, a, 0, a->size, pick_slot(t), pick_mode(t));
@@ -651,7 +733,18 @@ static void op_d2d(sx_thread *t)
         slot = SX_LEGACY;
     use(t, a, slot, 0);
     use(t, b, slot, 1);
-    if (sync)
+    if (t->drv) {
+        /* cuMemcpy and its Async form take unified addresses */
+        int uva = chance(t, 40);
+        if (sync && uva)
+            CUD(cuMemcpy(DP(b->dev + doff), DP(a->dev + soff), len));
+        else if (sync)
+            CUD(cuMemcpyDtoD(DP(b->dev + doff), DP(a->dev + soff), len));
+        else if (uva)
+            CUD(cuMemcpyAsync(DP(b->dev + doff), DP(a->dev + soff), len, S(t, slot)));
+        else
+            CUD(cuMemcpyDtoDAsync(DP(b->dev + doff), DP(a->dev + soff), len, S(t, slot)));
+    } else if (sync)
         CU(cudaMemcpy(b->dev + doff, a->dev + soff, len, kind));
     else
         CU(cudaMemcpyAsync(b->dev + doff, a->dev + soff, len, kind, S(t, slot)));
@@ -677,6 +770,43 @@ static int pick_2d(sx_thread *t, const sx_alloc *a, size_t *off, size_t *w, size
         return -1;
     *off = rnd(t, a->size - ((*h - 1) * *pitch + *w) + 1);
     return 0;
+}
+
+/* A 2-D copy through the runtime or (t->drv) the driver's CUDA_MEMCPY2D. */
+static void copy2d(sx_thread *t, void *dst, size_t dpitch, const void *src, size_t spitch, size_t w, size_t h,
+                   enum cudaMemcpyKind kind, int sync, int slot)
+{
+    if (!t->drv) {
+        if (sync)
+            CU(cudaMemcpy2D(dst, dpitch, src, spitch, w, h, kind));
+        else
+            CU(cudaMemcpy2DAsync(dst, dpitch, src, spitch, w, h, kind, S(t, slot)));
+        return;
+    }
+    CUDA_MEMCPY2D c;
+    memset(&c, 0, sizeof c);
+    if (kind == cudaMemcpyHostToDevice) {
+        c.srcMemoryType = CU_MEMORYTYPE_HOST;
+        c.srcHost = src;
+    } else {
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = DP(src);
+    }
+    if (kind == cudaMemcpyDeviceToHost) {
+        c.dstMemoryType = CU_MEMORYTYPE_HOST;
+        c.dstHost = dst;
+    } else {
+        c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.dstDevice = DP(dst);
+    }
+    c.srcPitch = spitch;
+    c.dstPitch = dpitch;
+    c.WidthInBytes = w;
+    c.Height = h;
+    if (sync)
+        CUD(cuMemcpy2D(&c));
+    else
+        CUD(cuMemcpy2DAsync(&c, S(t, slot)));
 }
 
 static void op_2d(sx_thread *t)
@@ -706,11 +836,7 @@ static void op_2d(sx_thread *t)
              pitch, b->id, doff, dpitch, w, h);
         use(t, a, slot, 0);
         use(t, b, slot, 1);
-        if (sync)
-            CU(cudaMemcpy2D(b->dev + doff, dpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToDevice));
-        else
-            CU(cudaMemcpy2DAsync(b->dev + doff, dpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToDevice,
-                                 S(t, slot)));
+        copy2d(t, b->dev + doff, dpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToDevice, sync, slot);
         for (size_t r = 0; r < h; r++) {
             memcpy(b->shadow + doff + r * dpitch, a->shadow + off + r * pitch, w);
             memcpy(b->known + doff + r * dpitch, a->known + off + r * pitch, w);
@@ -727,10 +853,7 @@ static void op_2d(sx_thread *t)
         note(t, "2-D h2d alloc %ld at %zu (pitch %zu), %zu x %zu", a->id, off, pitch, w, h);
         fill_random(t, hb, (h - 1) * hpitch + w);
         use(t, a, slot, 1);
-        if (sync)
-            CU(cudaMemcpy2D(a->dev + off, pitch, hb, hpitch, w, h, cudaMemcpyHostToDevice));
-        else
-            CU(cudaMemcpy2DAsync(a->dev + off, pitch, hb, hpitch, w, h, cudaMemcpyHostToDevice, S(t, slot)));
+        copy2d(t, a->dev + off, pitch, hb, hpitch, w, h, cudaMemcpyHostToDevice, sync, slot);
         for (size_t r = 0; r < h; r++) {
             memcpy(a->shadow + off + r * pitch, hb + r * hpitch, w);
             memset(a->known + off + r * pitch, 1, w);
@@ -745,10 +868,7 @@ static void op_2d(sx_thread *t)
     if (kind == 2) { /* device to host, compared */
         note(t, "2-D d2h alloc %ld at %zu (pitch %zu), %zu x %zu", a->id, off, pitch, w, h);
         use(t, a, slot, 0);
-        if (sync)
-            CU(cudaMemcpy2D(hb, hpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToHost));
-        else
-            CU(cudaMemcpy2DAsync(hb, hpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToHost, S(t, slot)));
+        copy2d(t, hb, hpitch, a->dev + off, pitch, w, h, cudaMemcpyDeviceToHost, sync, slot);
         if (sync) {
             a->owner = -1;
         } else if (pin) {
@@ -771,7 +891,11 @@ static void op_2d(sx_thread *t)
     int v = (int)rnd(t, 256);
     note(t, "2-D memset alloc %ld at %zu (pitch %zu), %zu x %zu = %d", a->id, off, pitch, w, h, v);
     use(t, a, slot, 1);
-    if (sync)
+    if (t->drv && sync)
+        CUD(cuMemsetD2D8(DP(a->dev + off), pitch, (unsigned char)v, w, h));
+    else if (t->drv)
+        CUD(cuMemsetD2D8Async(DP(a->dev + off), pitch, (unsigned char)v, w, h, S(t, slot)));
+    else if (sync)
         CU(cudaMemset2D(a->dev + off, pitch, v, w, h));
     else
         CU(cudaMemset2DAsync(a->dev + off, pitch, v, w, h, S(t, slot)));
@@ -839,6 +963,427 @@ static void op_kernel(sx_thread *t)
         b->shadow[doff + i] ^= a->shadow[off + i];
         b->known[doff + i] &= a->known[off + i];
     }
+}
+
+/* ptradd(list, n, add): every byte of each of the n ranges the device
+ * array list holds gains add. A program hands a kernel its buffers this way
+ * (batched GEMMs' pointer arrays): the addresses are not among the
+ * arguments, they were copied to the device just before. */
+typedef struct sx_entry {
+    unsigned char *p;
+    size_t len;
+} sx_entry;
+
+static void k_ptradd(void **args, dim3 g, dim3 b)
+{
+    (void)g, (void)b;
+    const sx_entry *e = *(const sx_entry **)args[0];
+    int n = *(int *)args[1], add = *(int *)args[2];
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < e[i].len; j++)
+            e[i].p[j] = (unsigned char)(e[i].p[j] + add);
+}
+
+enum { SX_LAUNCH_RT, SX_LAUNCH_PARAMS, SX_LAUNCH_EXTRA, SX_LAUNCH_EX };
+
+static unsigned grid_for(size_t len) { return (unsigned)((len + 255) / 256 < 65535 ? (len + 255) / 256 : 65535); }
+
+/* affine on [p, p + len) on slot: through cudaLaunchKernel, or the host
+ * module's kernel through cuLaunchKernel (kernelParams, or one buffer
+ * packed at the natural-alignment offsets through extra) or
+ * cuLaunchKernelEx. */
+static void launch_affine(sx_thread *t, unsigned char *p, size_t len, int mul, int add, int slot, int how)
+{
+    void *args[] = {&p, &len, &mul, &add};
+    unsigned gx = grid_for(len);
+    switch (how) {
+    case SX_LAUNCH_RT: {
+        dim3 grid = {gx, 1, 1}, block = {256, 1, 1};
+        CU(cudaLaunchKernel((const void *)k_affine, grid, block, args, 0, S(t, slot)));
+        break;
+    }
+    case SX_LAUNCH_PARAMS:
+        CUD(cuLaunchKernel(g_fn_affine, gx, 1, 1, 256, 1, 1, 0, S(t, slot), args, NULL));
+        break;
+    case SX_LAUNCH_EXTRA: {
+        struct {
+            unsigned char *p;
+            size_t n;
+            int mul, add;
+        } packed = {p, len, mul, add};
+        size_t size = sizeof packed;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        CUD(cuLaunchKernel(g_fn_affine, gx, 1, 1, 256, 1, 1, 0, S(t, slot), NULL, extra));
+        break;
+    }
+    default: {
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = gx;
+        cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = 256;
+        cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.hStream = S(t, slot);
+        CUD(cuLaunchKernelEx(&cfg, g_fn_affine, args, NULL));
+        break;
+    }
+    }
+}
+
+static void shadow_affine(sx_alloc *a, size_t off, size_t len, int mul, int add)
+{
+    for (size_t i = 0; i < len; i++)
+        a->shadow[off + i] = (unsigned char)(a->shadow[off + i] * mul + add);
+}
+
+/* The affine kernel launched through the driver. */
+static void op_drvkernel(sx_thread *t)
+{
+    sx_alloc *a = pick(t);
+    if (!a || !g_drv_kernels)
+        return;
+    size_t off, len;
+    pick_range(t, a->size, &off, &len);
+    int slot = pick_slot(t), how = 1 + (int)rnd(t, 3);
+    int mul = 1 + 2 * (int)rnd(t, 4), add = (int)rnd(t, 256);
+    static const char *const hows[] = {"", "cuLaunchKernel kernelParams", "cuLaunchKernel extra", "cuLaunchKernelEx"};
+    note(t, "%s affine alloc %ld [%zu, +%zu) * %d + %d", hows[how], a->id, off, len, mul, add);
+    use(t, a, slot, 1);
+    launch_affine(t, a->dev + off, len, mul, add, slot, how);
+    shadow_affine(a, off, len, mul, add);
+}
+
+/* cuMemsetD8, D16 or D32 (synchronous or Async) on a range aligned to its
+ * element. */
+static void op_drvset(sx_thread *t)
+{
+    sx_alloc *a = pick(t);
+    if (!a)
+        return;
+    size_t off, len, elem = (size_t)1 << rnd(t, 3);
+    pick_range(t, a->size, &off, &len);
+    off -= off % elem;
+    len -= len % elem;
+    if (len == 0)
+        return;
+    uint32_t v = (uint32_t)sx_next(&t->drng);
+    if (chance(t, 25))
+        v = 0;
+    int slot = pick_slot(t), sync = chance(t, 40);
+    note(t, "cuMemsetD%zu%s alloc %ld [%zu, +%zu) = 0x%x", elem * 8, sync ? "" : "Async", a->id, off, len, v);
+    size_t n = len / elem;
+    CUdeviceptr d = DP(a->dev + off);
+    use(t, a, sync ? SX_LEGACY : slot, 1);
+    if (elem == 1)
+        CUD(sync ? cuMemsetD8(d, (unsigned char)v, n) : cuMemsetD8Async(d, (unsigned char)v, n, S(t, slot)));
+    else if (elem == 2)
+        CUD(sync ? cuMemsetD16(d, (unsigned short)v, n) : cuMemsetD16Async(d, (unsigned short)v, n, S(t, slot)));
+    else
+        CUD(sync ? cuMemsetD32(d, v, n) : cuMemsetD32Async(d, v, n, S(t, slot)));
+    for (size_t i = 0; i < len; i++)
+        a->shadow[off + i] = (unsigned char)(v >> (8 * (i % elem))); /* little-endian elements */
+    memset(a->known + off, 1, len);
+}
+
+/* The byte operations again, through the driver API. */
+static void op_drv(sx_thread *t)
+{
+    static void (*const ops[])(sx_thread *) = {op_drvset, op_h2d, op_d2h, op_d2d, op_2d, op_verify};
+    t->drv = 1;
+    ops[rnd(t, sizeof ops / sizeof *ops)](t);
+    t->drv = 0;
+}
+
+/* A kernel handed a device array of (pointer, length) pairs, copied from
+ * the host just before into a part of one allocation: each listed range
+ * (often a whole allocation, otherwise any byte range of one) gains a
+ * constant. */
+static void op_ptrarray(sx_thread *t)
+{
+    int n = 1 + (int)rnd(t, 4);
+    size_t bytes = (size_t)n * sizeof(sx_entry);
+    sx_alloc *tab = pick_min(t, bytes);
+    if (!tab || !g_kernels)
+        return;
+    size_t toff = rnd(t, (tab->size - bytes) / 16 + 1) * 16;
+    sx_alloc *l[4];
+    size_t off[4], len[4];
+    int m = 0;
+    for (int tries = 0; tries < 3 * n && m < n; tries++) {
+        sx_alloc *a = pick(t);
+        int dup = a == tab;
+        for (int i = 0; i < m; i++)
+            dup |= l[i] == a;
+        if (dup)
+            continue;
+        l[m] = a;
+        if (chance(t, 60)) {
+            off[m] = 0;
+            len[m] = a->size;
+        } else {
+            pick_range(t, a->size, &off[m], &len[m]);
+        }
+        m++;
+    }
+    if (m == 0)
+        return;
+    bytes = (size_t)m * sizeof(sx_entry);
+    sx_entry *e = (sx_entry *)(void *)t->stage;
+    for (int i = 0; i < m; i++)
+        e[i] = (sx_entry){l[i]->dev + off[i], len[i]};
+    int add = 1 + (int)rnd(t, 255), slot = pick_slot(t), drv = g_drv_kernels && chance(t, 50);
+    note(t, "pointer array of %d at alloc %ld offset %zu (%s), each + %d", m, tab->id, toff,
+         drv ? "cuMemcpyHtoD, cuLaunchKernel" : "cudaMemcpy, cudaLaunchKernel", add);
+    use(t, tab, SX_LEGACY, 1);
+    if (drv)
+        CUD(cuMemcpyHtoD(DP(tab->dev + toff), e, bytes));
+    else
+        CU(cudaMemcpy(tab->dev + toff, e, bytes, cudaMemcpyHostToDevice));
+    memcpy(tab->shadow + toff, e, bytes);
+    memset(tab->known + toff, 1, bytes);
+    use(t, tab, slot, 0);
+    for (int i = 0; i < m; i++) {
+        note(t, "  alloc %ld [%zu, +%zu)", l[i]->id, off[i], len[i]);
+        use(t, l[i], slot, 1);
+    }
+    unsigned char *list = tab->dev + toff;
+    void *args[] = {&list, &m, &add};
+    if (drv) {
+        CUD(cuLaunchKernel(g_fn_ptradd, 1, 1, 1, 256, 1, 1, 0, S(t, slot), args, NULL));
+    } else {
+        dim3 grid = {1, 1, 1}, block = {256, 1, 1};
+        CU(cudaLaunchKernel((const void *)k_ptradd, grid, block, args, 0, S(t, slot)));
+    }
+    for (int i = 0; i < m; i++)
+        for (size_t j = 0; j < len[i]; j++)
+            l[i]->shadow[off[i] + j] = (unsigned char)(l[i]->shadow[off[i] + j] + add);
+}
+
+/* ---- graphs ------------------------------------------------------------------ */
+
+static void graph_destroy(sx_thread *t, sx_graph *g)
+{
+    note(t, "graph %d destroyed", (int)(g - t->gr));
+    if (g->drv) {
+        CUD(cuGraphExecDestroy((CUgraphExec)g->ge));
+        if (g->g)
+            CUD(cuGraphDestroy((CUgraph)g->g));
+    } else {
+        CU(cudaGraphExecDestroy(g->ge));
+        if (g->g)
+            CU(cudaGraphDestroy(g->g));
+    }
+    for (int i = 0; i < g->nsteps; i++) {
+        g->st[i].a->graphs--;
+        if (g->st[i].kind == SX_STEP_COPY)
+            g->st[i].b->graphs--;
+    }
+    memset(g, 0, sizeof *g);
+}
+
+static void graphs_drop(sx_thread *t, const sx_alloc *a)
+{
+    for (int k = 0; k < SX_GRAPHS; k++) {
+        sx_graph *g = &t->gr[k];
+        int uses = 0;
+        for (int i = 0; g->live && i < g->nsteps; i++)
+            uses |= g->st[i].a == a || (g->st[i].kind == SX_STEP_COPY && g->st[i].b == a);
+        if (uses)
+            graph_destroy(t, g);
+    }
+}
+
+/* Launches g on a slot, after the last operations on its allocations, and
+ * applies its steps to the shadow. */
+static void graph_launch(sx_thread *t, sx_graph *g)
+{
+    int slot = pick_slot(t);
+    note(t, "graph %d launched on slot %d (%s)", (int)(g - t->gr), slot, g->drv ? "cuGraphLaunch" : "cudaGraphLaunch");
+    for (int i = 0; i < g->nsteps; i++) {
+        use(t, g->st[i].a, slot, g->st[i].kind != SX_STEP_COPY);
+        if (g->st[i].kind == SX_STEP_COPY)
+            use(t, g->st[i].b, slot, 1);
+    }
+    if (g->drv)
+        CUD(cuGraphLaunch((CUgraphExec)g->ge, S(t, slot)));
+    else
+        CU(cudaGraphLaunch(g->ge, S(t, slot)));
+    for (int i = 0; i < g->nsteps; i++) {
+        const sx_step *st = &g->st[i];
+        switch (st->kind) {
+        case SX_STEP_SET:
+            memset(st->a->shadow + st->off, st->v, st->len);
+            memset(st->a->known + st->off, 1, st->len);
+            break;
+        case SX_STEP_COPY:
+            memmove(st->b->shadow + st->doff, st->a->shadow + st->off, st->len);
+            memmove(st->b->known + st->doff, st->a->known + st->off, st->len);
+            break;
+        default: shadow_affine(st->a, st->off, st->len, st->mul, st->add); break;
+        }
+    }
+}
+
+/* Captures a few sets, copies and kernels on one of the thread's streams
+ * (through the runtime or the driver, each operation by either), in
+ * relaxed or thread-local mode so that the other thread's cudaMalloc and
+ * cudaFree stay legal. A blocking stream captures only when this thread is
+ * alone: the other thread's use of the legacy stream would break the
+ * capture. Nothing runs at capture, so no ordering is needed until launch. */
+static void graph_capture(sx_thread *t, sx_graph *g)
+{
+    int cand[SX_MAX_STREAMS], nc = 0;
+    for (int i = 1; i < t->nslots; i++)
+        if (!t->blocking[i] || g_threads == 1)
+            cand[nc++] = i;
+    if (!nc || !t->na)
+        return;
+    int slot = cand[rnd(t, (size_t)nc)], drv = chance(t, 50), relaxed = chance(t, 50);
+    sx_graph ng = {.live = 1, .drv = drv};
+    int want = 1 + (int)rnd(t, SX_GSTEPS);
+    for (int tries = 0; tries < 2 * want && ng.nsteps < want; tries++) {
+        sx_step st = {.kind = (int)rnd(t, 3), .a = pick(t)};
+        pick_range(t, st.a->size, &st.off, &st.len);
+        if (st.kind == SX_STEP_COPY) {
+            st.b = pick(t);
+            if (st.len > st.b->size)
+                st.len = st.b->size;
+            if (place(t, st.a, st.off, st.b, st.len, &st.doff))
+                continue;
+        } else if (st.kind == SX_STEP_AFFINE) {
+            if (!g_kernels)
+                continue;
+            st.mul = 1 + 2 * (int)rnd(t, 4);
+            st.add = (int)rnd(t, 256);
+        } else {
+            st.v = (int)rnd(t, 256);
+        }
+        ng.st[ng.nsteps++] = st;
+    }
+    if (!ng.nsteps)
+        return;
+    note(t, "graph %d captured on slot %d (%s, %s mode), %d steps", (int)(g - t->gr), slot,
+         drv ? "cuStreamBeginCapture" : "cudaStreamBeginCapture", relaxed ? "relaxed" : "thread-local", ng.nsteps);
+    cudaStream_t s = S(t, slot);
+    if (drv)
+        CUD(cuStreamBeginCapture(s, relaxed ? CU_STREAM_CAPTURE_MODE_RELAXED : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    else
+        CU(cudaStreamBeginCapture(s, relaxed ? cudaStreamCaptureModeRelaxed : cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < ng.nsteps; i++) {
+        const sx_step *st = &ng.st[i];
+        int d = chance(t, 50);
+        switch (st->kind) {
+        case SX_STEP_SET:
+            note(t, "  set alloc %ld [%zu, +%zu) = %d", st->a->id, st->off, st->len, st->v);
+            if (d)
+                CUD(cuMemsetD8Async(DP(st->a->dev + st->off), (unsigned char)st->v, st->len, s));
+            else
+                CU(cudaMemsetAsync(st->a->dev + st->off, st->v, st->len, s));
+            break;
+        case SX_STEP_COPY:
+            note(t, "  copy alloc %ld [%zu, +%zu) -> alloc %ld at %zu", st->a->id, st->off, st->len, st->b->id,
+                 st->doff);
+            if (d)
+                CUD(cuMemcpyDtoDAsync(DP(st->b->dev + st->doff), DP(st->a->dev + st->off), st->len, s));
+            else
+                CU(cudaMemcpyAsync(st->b->dev + st->doff, st->a->dev + st->off, st->len, cudaMemcpyDeviceToDevice,
+                                   s));
+            break;
+        default:
+            note(t, "  affine alloc %ld [%zu, +%zu) * %d + %d", st->a->id, st->off, st->len, st->mul, st->add);
+            launch_affine(t, st->a->dev + st->off, st->len, st->mul, st->add, slot,
+                          d && g_drv_kernels ? 1 + (int)rnd(t, 3) : SX_LAUNCH_RT);
+            break;
+        }
+    }
+    if (drv) {
+        CUD(cuStreamEndCapture(s, (CUgraph *)&ng.g));
+        CUD(cuGraphInstantiateWithFlags((CUgraphExec *)&ng.ge, (CUgraph)ng.g, 0));
+    } else {
+        CU(cudaStreamEndCapture(s, &ng.g));
+        CU(cudaGraphInstantiate(&ng.ge, ng.g, 0));
+    }
+    /* the executable graph stands alone */
+    if (chance(t, 50)) {
+        if (drv)
+            CUD(cuGraphDestroy((CUgraph)ng.g));
+        else
+            CU(cudaGraphDestroy(ng.g));
+        ng.g = NULL;
+    }
+    for (int i = 0; i < ng.nsteps; i++) {
+        ng.st[i].a->graphs++;
+        if (ng.st[i].kind == SX_STEP_COPY)
+            ng.st[i].b->graphs++;
+    }
+    *g = ng;
+}
+
+/* A thread's graph: captured when it has none, then launched over later
+ * operations until destroyed (here, or when one of its allocations is
+ * freed). */
+static void op_graph(sx_thread *t)
+{
+    sx_graph *g = &t->gr[rnd(t, SX_GRAPHS)];
+    if (!g->live) {
+        graph_capture(t, g);
+        if (g->live && chance(t, 70))
+            graph_launch(t, g);
+    } else if (chance(t, 12)) {
+        graph_destroy(t, g);
+    } else {
+        graph_launch(t, g);
+    }
+}
+
+/* ---- calls that fail ---------------------------------------------------------- */
+
+/* A call that would overwrite a whole allocation and fails: a copy with an
+ * invalid direction (cudaErrorInvalidMemcpyDirection), 1-D or 2-D, from the
+ * host or another allocation, or a 2-D set whose rows are wider than their
+ * pitch (cudaErrorInvalidValue). Nothing changes; the program checks the
+ * error and clears it with cudaGetLastError. */
+static void op_fail(sx_thread *t)
+{
+    sx_alloc *a = pick(t), *b = pick(t);
+    if (!a)
+        return;
+    /* the allocation is what a memory manager needs for the call */
+    use_touch(t, a);
+    const void *src = b != a && b->size >= a->size ? (const void *)b->dev : (const void *)t->stage;
+    enum cudaMemcpyKind bad = (enum cudaMemcpyKind)(5 + rnd(t, 3));
+    int slot = pick_slot(t), async = chance(t, 50);
+    size_t r = rnd(t, 3);
+    if (r == 2 && a->size < 3)
+        r = 0;
+    cudaError_t want = r == 2 ? cudaErrorInvalidValue : cudaErrorInvalidMemcpyDirection, e;
+    if (r == 0) {
+        note(t, "cudaMemcpy%s into alloc %ld whole with direction %d: must fail", async ? "Async" : "", a->id,
+             (int)bad);
+        e = async ? cudaMemcpyAsync(a->dev, src, a->size, bad, S(t, slot)) : cudaMemcpy(a->dev, src, a->size, bad);
+    } else if (r == 1) {
+        note(t, "cudaMemcpy2D%s into alloc %ld whole with direction %d: must fail", async ? "Async" : "", a->id,
+             (int)bad);
+        e = async ? cudaMemcpy2DAsync(a->dev, a->size, src, a->size, a->size, 1, bad, S(t, slot))
+                  : cudaMemcpy2D(a->dev, a->size, src, a->size, a->size, 1, bad);
+    } else {
+        /* two rows: the second ends at the allocation's end */
+        size_t pitch = 1 + rnd(t, (a->size - 1) / 2), w = a->size - pitch;
+        int v = (int)rnd(t, 256);
+        note(t, "cudaMemset2D%s alloc %ld pitch %zu width %zu x 2 = %d: must fail", async ? "Async" : "", a->id,
+             pitch, w, v);
+        e = async ? cudaMemset2DAsync(a->dev, pitch, v, w, 2, S(t, slot)) : cudaMemset2D(a->dev, pitch, v, w, 2);
+    }
+    if (e != want)
+        sx_fail(t, 2, stderr, "sn_stress: error: a call that must fail returned %s, not %s (seed %ld op %ld)",
+                cudaGetErrorName(e), cudaGetErrorName(want), g_seed, t->gop);
+    cudaError_t last = cudaGetLastError(), after = cudaGetLastError();
+    if (last != want || after != cudaSuccess)
+        sx_fail(t, 2, stderr, "sn_stress: error: cudaGetLastError after a failed call: %s then %s (seed %ld op %ld)",
+                cudaGetErrorName(last), cudaGetErrorName(after), g_seed, t->gop);
+    if (chance(t, 50))
+        d2h(t, a, 0, a->size, pick_slot(t), pick_mode(t));
 }
 
 /* ---- floats ---------------------------------------------------------------- */
@@ -1246,15 +1791,39 @@ static void op_sync(sx_thread *t)
 /* ---- one thread ------------------------------------------------------------- */
 
 typedef void (*sx_op)(sx_thread *);
-static const struct {
+/* The kinds with a name can be left out (--without): without all of them
+ * a seed does what it did before they existed. */
+static struct {
     sx_op fn;
     int weight;
+    const char *name;
 } g_table[] = {
-    {op_malloc, 12}, {op_free, 7},     {op_memset, 8},    {op_h2d, 9},      {op_d2h, 8},
-    {op_d2d, 8},     {op_2d, 6},       {op_saxpy, 4},     {op_sscal, 3},    {op_sgemm, 5},
-    {op_addtensor, 3}, {op_relu, 3},   {op_conv, 3},      {op_settensor, 2}, {op_kernel, 4},
-    {op_verify, 3},  {op_sync, 2},
+    {op_malloc, 12, NULL}, {op_free, 7, NULL},     {op_memset, 8, NULL},    {op_h2d, 9, NULL},
+    {op_d2h, 8, NULL},     {op_d2d, 8, NULL},      {op_2d, 6, NULL},        {op_saxpy, 4, NULL},
+    {op_sscal, 3, NULL},   {op_sgemm, 5, NULL},    {op_addtensor, 3, NULL}, {op_relu, 3, NULL},
+    {op_conv, 3, NULL},    {op_settensor, 2, NULL}, {op_kernel, 4, NULL},   {op_verify, 3, NULL},
+    {op_sync, 2, NULL},    {op_drv, 7, "driver"},  {op_drvkernel, 3, "drvlaunch"}, {op_ptrarray, 3, "ptrarray"},
+    {op_graph, 4, "graph"}, {op_fail, 2, "fail"},
 };
+
+/* --without LIST: a comma-separated list of kinds' names, or "new" for all
+ * of them. */
+static int without(const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (size_t i = 0; i < sizeof g_table / sizeof *g_table; i++)
+            if (g_table[i].name && (!strcmp(w, "new") || !strcmp(w, g_table[i].name))) {
+                g_table[i].weight = 0;
+                found = 1;
+            }
+        if (!found)
+            return -1;
+    }
+    return 0;
+}
 
 static void one_op(sx_thread *t)
 {
@@ -1331,6 +1900,7 @@ static void run_ops(sx_thread *t)
 static void final_verify(sx_thread *t)
 {
     t->nwr = 0;
+    t->drv = 0;
     t->gop = t->op * g_threads + t->idx;
     for (int i = 0; i < t->na; i++) {
         sx_alloc *a = t->a[i];
@@ -1358,6 +1928,12 @@ static void *worker(void *p)
 static void teardown(sx_thread *t)
 {
     cudaDeviceSynchronize();
+    for (int i = 0; i < SX_GRAPHS; i++)
+        if (t->gr[i].live) {
+            cudaGraphExecDestroy(t->gr[i].ge);
+            if (t->gr[i].g)
+                cudaGraphDestroy(t->gr[i].g);
+        }
     for (int i = 0; i < t->na; i++) {
         cudaFree(t->a[i]->dev);
         free(t->a[i]->shadow);
@@ -1418,7 +1994,7 @@ static int parse_size(const char *s, size_t *out)
 static int usage(void)
 {
     fprintf(stderr, "usage: sn_stress --seed S [--ops N] [--threads 1|2] [--streams K (1..%d)] "
-                    "[--max-size BYTES] [--max-live BYTES] [--print-peak] [--verbose]\n",
+                    "[--max-size BYTES] [--max-live BYTES] [--without new|KIND,...] [--print-peak] [--verbose]\n",
             SX_MAX_STREAMS);
     return 2;
 }
@@ -1455,6 +2031,10 @@ int main(int argc, char **argv)
             if (parse_size(v, &g_max_live))
                 return usage();
             continue;
+        } else if (!strcmp(o, "--without")) {
+            if (without(v))
+                return usage();
+            continue;
         } else
             return usage();
         if (!end || *end)
@@ -1465,8 +2045,23 @@ int main(int argc, char **argv)
 
     static const size_t affine[] = {sizeof(void *), sizeof(size_t), sizeof(int), sizeof(int)};
     static const size_t xr[] = {sizeof(void *), sizeof(void *), sizeof(size_t)};
+    static const size_t pa[] = {sizeof(void *), sizeof(int), sizeof(int)};
     g_kernels = simgpu_register_host_kernel(k_affine, "sn_stress_affine", 4, affine) == 0 &&
-                simgpu_register_host_kernel(k_xor, "sn_stress_xor", 3, xr) == 0;
+                simgpu_register_host_kernel(k_xor, "sn_stress_xor", 3, xr) == 0 &&
+                simgpu_register_host_kernel(k_ptradd, "sn_stress_ptradd", 3, pa) == 0;
+    if (g_kernels) {
+        /* the same kernels in a module, for the driver's launches */
+        static const simgpu_host_module_kernel mk[] = {{"affine", k_affine, 4, affine}, {"ptradd", k_ptradd, 3, pa}};
+        static const simgpu_host_module image = {SIMGPU_HOST_MODULE_MAGIC, 2, mk};
+        CUdevice dev;
+        CUcontext ctx;
+        CUmodule mod;
+        g_drv_kernels = cuInit(0) == CUDA_SUCCESS && cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+                        cuDevicePrimaryCtxRetain(&ctx, dev) == CUDA_SUCCESS && cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
+                        cuModuleLoadData(&mod, &image) == CUDA_SUCCESS &&
+                        cuModuleGetFunction(&g_fn_affine, mod, "affine") == CUDA_SUCCESS &&
+                        cuModuleGetFunction(&g_fn_ptradd, mod, "ptradd") == CUDA_SUCCESS;
+    }
 
     sx_thread th[2];
     memset(th, 0, sizeof th);

@@ -4,7 +4,7 @@
 # real import libraries and reaches the simulator through LD_LIBRARY_PATH.
 
 $(BUILD)/tests/sn_stress: $(BUILD)/tests/sn_stress.o $(SIM_LIBS) | $(SIM_DIR)/libcudnn.so.9 $(SIM_DIR)/libcublas.so.13
-	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) -ldl -lpthread
+	$(CC) -o $@ $< $(LDFLAGS) $(REAL_CUDNN) $(REAL_CUBLAS) $(REAL_CUDART) $(REAL_CUDA) -ldl -lpthread
 
 ALL_TARGETS += $(BUILD)/tests/sn_stress
 TEST_SCRIPTS += tests/test_sn_stress.sh

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_sn_stress.sh — libsn must never change a byte a program reads back.
 # tests/sn_stress does random allocations, frees, sets, copies, cuBLAS,
-# cuDNN and kernel calls on several streams (one or two threads, by seed)
+# cuDNN and kernel calls on several streams (one or two threads, by seed),
+# through the runtime and the driver API, kernels given device arrays of
+# pointers, captured graphs launched again and again, and calls that fail,
 # and compares everything it reads back with a host copy. For each seed:
 #  (a) without libsn it completes, and says its peak live bytes and the
 #      largest working set of one operation;
