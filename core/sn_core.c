@@ -790,7 +790,8 @@ static inline unsigned sn_ptr_slot(uintptr_t p, unsigned slots)
 /* The device allocation holding word v, from this thread's cache while
  * the registry is at generation gen, else looked up under the registry's
  * lock (taken once per launch: *locked). */
-static sn_word_cached *sn_kernel_word(uintptr_t v, uint64_t gen, int *locked)
+static inline __attribute__((always_inline)) sn_word_cached *sn_kernel_word(uintptr_t v, uint64_t gen,
+                                                                               int *locked)
 {
     sn_word_cached *e = &sn_word_cache[sn_ptr_slot(v, SN_WORD_SLOTS)];
     if (e->word == v && e->gen == gen)
@@ -840,7 +841,7 @@ static int sn_stored_targets(sn_call *c, uintptr_t base, unsigned mode, uint64_t
     return 0;
 }
 
-static void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *locked)
+static __attribute__((noinline)) void sn_kernel_stored(sn_call *c, uintptr_t base, uint64_t gen, int *locked)
 {
     if (sn_stored_targets(c, base, SN_READ | SN_WRITE, gen, locked) != 0)
         c->flags |= SN_CALL_OPAQUE;
@@ -924,7 +925,8 @@ void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
 /* The layout of func's parameters, from the thread's cache, the shared
  * table or a probe (the runtime's or, for a CUfunction, the driver's); NULL
  * when it cannot be had now. */
-static const sn_kernel_layout *sn_kernel_layout_of(const void *func, int driver)
+static inline __attribute__((always_inline)) const sn_kernel_layout *sn_kernel_layout_of(const void *func,
+                                                                                         int driver)
 {
     const sn_kernel_layout **slot = &sn_kcache[sn_ptr_slot((uintptr_t)func, SN_KCACHE_SLOTS)];
     const sn_kernel_layout *k = *slot;
@@ -959,7 +961,8 @@ static const sn_kernel_layout *sn_kernel_layout_of(const void *func, int driver)
 
 /* Every aligned pointer-sized word of every argument that points into a
  * known device allocation: that whole allocation, read and written. */
-static void sn_kernel_args(sn_call *c, const sn_kernel_layout *k, void **args)
+static inline __attribute__((always_inline)) void sn_kernel_args(sn_call *c, const sn_kernel_layout *k,
+                                                                 void **args)
 {
     uint64_t gen = sn_reg_gen(&sn_reg);
     int locked = 0;
