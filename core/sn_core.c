@@ -860,22 +860,39 @@ int sn_core_describe_stored(sn_call *c, const void *array, unsigned mode)
 
 /* Host words about to be copied into dst that are addresses inside device
  * allocations: dst's allocation then holds them, and a kernel given it may
- * reach those allocations (sn_kernel_stored). Only small copies are read
- * (arrays of pointers are small: a batch of matrices, a list of tensors); a
- * word is a candidate when it could be a user-space address at all, at any
- * alignment: a list of byte ranges (char pointers) may point anywhere in an
- * allocation, as a kernel's own arguments may. A copy over the whole
- * allocation replaces what was known; a part adds to it. */
-#define SN_STORED_SCAN_MAX 16384
-#define SN_STORED_KEEP 256
+ * reach those allocations (sn_kernel_stored). A copy over the whole
+ * allocation replaces what was known; a part adds to it. Arrays of
+ * pointers are dense with them, data never: a large copy is read on only
+ * when one of its first words is such an address, so copying a tensor
+ * costs a few dozen lookups, not one per word (docs/libsn.md, "The
+ * floor": a pointer first met past them is not seen). */
+#define SN_STORED_PROBE_WORDS 64
 static int sn_could_be_address(uintptr_t v)
 {
     return v >= 65536 && v < ((uintptr_t)1 << 47);
 }
 
+/* Adds a's base to d's addresses (not there yet); -1 without memory. */
+static int sn_stored_add_locked(sn_alloc *d, uintptr_t base)
+{
+    for (int k = 0; k < d->nstored; k++)
+        if (d->stored[k] == base)
+            return 0;
+    /* (capacity: 8, then doubled each time it is full) */
+    if (!d->stored || (d->nstored >= 8 && !(d->nstored & (d->nstored - 1)))) {
+        int cap = d->stored ? 2 * d->nstored : 8;
+        uintptr_t *grown = realloc(d->stored, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        d->stored = grown;
+    }
+    d->stored[d->nstored++] = base;
+    return 0;
+}
+
 void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
 {
-    if (!sn_core_ready || !host || bytes < sizeof(uintptr_t) || bytes > SN_STORED_SCAN_MAX)
+    if (!sn_core_ready || !host || bytes < sizeof(uintptr_t))
         return;
     const unsigned char *h = host;
     size_t nw = bytes / sizeof(uintptr_t), first = nw;
@@ -884,38 +901,35 @@ void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
         memcpy(&v, h + i * sizeof v, sizeof v);
         if (sn_could_be_address(v))
             first = i;
+        else if (i >= SN_STORED_PROBE_WORDS)
+            break;
     }
     sn_lock_take(&sn_reg_lock);
     sn_alloc *d = sn_reg_find_locked(&sn_reg, (uintptr_t)dst);
-    if (!d || !(d->kind & SN_KIND_ANY_DEVICE) || (first == nw && !d->nstored)) {
+    if (!d || !(d->kind & SN_KIND_ANY_DEVICE) || d->nstored < 0 || (first == nw && !d->nstored)) {
         sn_lock_give(&sn_reg_lock);
         return;
     }
-    int before = d->nstored;
+    int before = d->nstored, found = 0;
     if ((uintptr_t)dst == d->base && bytes >= d->size && d->nstored > 0)
         d->nstored = 0; /* all of it overwritten: what it held is gone */
-    for (size_t i = first; i < nw && d->nstored >= 0; i++) {
+    for (size_t i = first; i < nw; i++) {
+        if (!found && i - first >= SN_STORED_PROBE_WORDS)
+            break; /* data, not an array of addresses */
         uintptr_t v;
         memcpy(&v, h + i * sizeof v, sizeof v);
         const sn_alloc *a = sn_could_be_address(v) ? sn_reg_find_locked(&sn_reg, v) : NULL;
         if (!a || !(a->kind & SN_KIND_ANY_DEVICE))
             continue;
-        int known = 0;
-        for (int k = 0; k < d->nstored && !known; k++)
-            known = d->stored[k] == a->base;
-        if (known)
-            continue;
-        if (d->nstored >= SN_STORED_KEEP) {
+        found = 1;
+        if (sn_stored_add_locked(d, a->base) != 0) {
+            /* out of memory: what it holds is unknown from now on, and
+             * a kernel given it is opaque */
             free(d->stored);
             d->stored = NULL;
             d->nstored = -1;
             break;
         }
-        if (!d->stored && !(d->stored = malloc(SN_STORED_KEEP * sizeof *d->stored))) {
-            d->nstored = -1;
-            break;
-        }
-        d->stored[d->nstored++] = a->base;
     }
     if (d->nstored != before)
         sn_reg_touch_locked(&sn_reg);

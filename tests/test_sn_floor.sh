@@ -66,3 +66,8 @@ check "... where the listed buffers had left the device (evictions: $(json "$tmp
 SN_MODE=trace SN_REPORT="$tmp/ptrs-trace.json" LD_PRELOAD="$SN_PRELOAD" "$ptrs" >"$tmp/ptrs-trace.out" 2>&1
 check "... and in trace mode not opaque (opaque calls: $(json "$tmp/ptrs-trace.json" run.opaque_calls))" \
     "[ \"\$(json '$tmp/ptrs-trace.json' run.opaque_calls)\" = 0 ] && cmp -s '$tmp/ptrs.out' '$tmp/ptrs-trace.out'"
+"$ptrs" many >"$tmp/many.out" 2>&1
+SN_MODE=trace SN_REPORT="$tmp/many-trace.json" LD_PRELOAD="$SN_PRELOAD" "$ptrs" many >"$tmp/many-trace.out" 2>&1
+check "one kernel through an array of 600 addresses: not opaque (opaque calls: $(json "$tmp/many-trace.json" run.opaque_calls)), the same sum" \
+    "[ \"\$(json '$tmp/many-trace.json' run.opaque_calls)\" = 0 ] && cmp -s '$tmp/many.out' '$tmp/many-trace.out' &&
+     grep -q '^many: launch 0' '$tmp/many.out'"
