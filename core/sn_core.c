@@ -904,9 +904,13 @@ void sn_core_note_stored(const void *dst, const void *host, uint64_t bytes)
         else if (i >= SN_STORED_PROBE_WORDS)
             break;
     }
+    /* (data: nothing to learn, and what dst held is kept: described as
+     * more, never less) */
+    if (first == nw)
+        return;
     sn_lock_take(&sn_reg_lock);
     sn_alloc *d = sn_reg_find_locked(&sn_reg, (uintptr_t)dst);
-    if (!d || !(d->kind & SN_KIND_ANY_DEVICE) || d->nstored < 0 || (first == nw && !d->nstored)) {
+    if (!d || !(d->kind & SN_KIND_ANY_DEVICE) || d->nstored < 0) {
         sn_lock_give(&sn_reg_lock);
         return;
     }
