@@ -72,7 +72,11 @@ int simgpu_register_host_kernel_impl(simgpu_host_kernel_fn fn, const char *name,
 struct fatbin {
     void *cubin;                  /* the __fatBinC_Wrapper_t nvcc registers */
     void *mod;
+    struct fatbin *next, *prev;   /* every registered one: a program that never
+                                     unregisters (exits first) still holds them */
 };
+static struct fatbin *g_fatbins;
+static pthread_mutex_t g_fatbin_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
@@ -81,6 +85,12 @@ void **__cudaRegisterFatBinary(void *fatCubin)
         return NULL;
     f->cubin = fatCubin;
     f->mod = simgpu_fatbin_register(fatCubin);
+    pthread_mutex_lock(&g_fatbin_lock);
+    f->next = g_fatbins;
+    if (g_fatbins)
+        g_fatbins->prev = f;
+    g_fatbins = f;
+    pthread_mutex_unlock(&g_fatbin_lock);
     return &f->cubin;
 }
 
@@ -92,6 +102,14 @@ void __cudaUnregisterFatBinary(void **handle)
         return;
     struct fatbin *f = (struct fatbin *)handle;
     simgpu_fatbin_unregister(f->mod);
+    pthread_mutex_lock(&g_fatbin_lock);
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        g_fatbins = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    pthread_mutex_unlock(&g_fatbin_lock);
     free(f);
 }
 

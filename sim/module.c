@@ -63,6 +63,8 @@ struct CUmod_st {
 
 struct CUfunc_st {
     struct CUfunc_st *self;       /* key of g_funcs: the live handles */
+    struct CUfunc_st *dead_next;  /* g_dead: refused handles, kept allocated */
+    int on_dead;                  /* on g_dead (once, however often it dies) */
     const void *key;              /* runtime: host stub or host function */
     int kind;
     simgpu_host_kernel_fn fn;
@@ -77,6 +79,9 @@ struct CUfunc_st {
 
 static struct CUmod_st *g_mods;
 static struct CUfunc_st *g_funcs, *g_keys;
+/* Functions of unloaded modules: refused as handles, but a captured graph
+ * may still hold one, so they stay allocated (and reachable from here). */
+static struct CUfunc_st *g_dead;
 /* Guards the registry and layout reading (never held while a body runs). */
 static pthread_mutex_t g_mlock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -202,8 +207,14 @@ static void mod_free_locked(struct CUmod_st *m, int kill_funcs)
          * read it from. */
         if (f->nparams == LAYOUT_UNREAD)
             f->nparams = LAYOUT_UNKNOWN;
-        if (kill_funcs && func_live_locked(f))
+        if (kill_funcs && func_live_locked(f)) {
             HASH_DEL(g_funcs, f);
+            if (!f->on_dead) {
+                f->on_dead = 1;
+                f->dead_next = g_dead;
+                g_dead = f;
+            }
+        }
     }
     simfb_free(m->meta);
     free(m->funcs);

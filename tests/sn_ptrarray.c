@@ -126,5 +126,6 @@ int main(int argc, char **argv)
             s = (s ^ p[e]) * 0x100000001b3ull;
         printf("buffer %d: %016llx\n", b, (unsigned long long)s);
     }
+    free(host);
     return 0;
 }

@@ -563,6 +563,7 @@ static int child_strided_fits(void)
                                            CUDA_R_32F, 4, 0, &zero, c, CUDA_R_32F, 4, 16, 8, CUBLAS_COMPUTE_32F,
                                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
     CHILD_CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    CHILD_CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
     return 0;
 }
 
@@ -612,6 +613,7 @@ static int child_batch_cost(void)
     fprintf(stderr, "one %.4f ms, batch of %d %.4f ms\n", one_ms, B, batch_ms);
     CHILD_CHECK(one_ms > 0.1f);
     CHILD_CHECK(batch_ms > 0.95f * B * one_ms && batch_ms <= 1.0f * B * one_ms);
+    CHILD_CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
     return 0;
 }
 
