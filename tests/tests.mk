@@ -13,6 +13,11 @@ TEST_SCRIPTS += tests/test_sim_nvcc.sh
 # tools/darknet.sh (about 25 s the first time, cached in cache/ and
 # build/darknet/ after), trains on the simulator with and without libsn.
 TEST_SCRIPTS += tests/test_darknet.sh
+# BVLC Caffe from the upstream tarball in ../shared/third_party/ (or
+# CAFFE_SRC), ported and built by tools/caffe.sh (a quarter of an hour the
+# first time on two cores, cached in cache/ and build/caffe/ after), trains
+# on the simulator with and without libsn.
+TEST_SCRIPTS += tests/test_caffe.sh
 
 # Contexts and threads; the graph, pool and API tests of the newer runtime
 # entry points.
@@ -67,7 +72,7 @@ TEST_SCRIPTS += tests/test_bench_scripts.sh
 # the order the fragments registered them.
 TEST_SLOW := tests/test_sn_manage.sh tests/test_sn_every_policy.sh tests/test_sim_calibration.sh \
              tests/test_sn_reliability.sh tests/test_trainer.sh tests/test_sn_trainer.sh tests/test_sn_fullsize.sh \
-             tests/test_sn_stress.sh tests/test_darknet.sh tests/test_sn_workspace.sh
+             tests/test_sn_stress.sh tests/test_caffe.sh tests/test_darknet.sh tests/test_sn_workspace.sh
 
 # Real-function resolution with nothing above common/ linked.
 $(BUILD)/tests/test_sn_resolve: $(BUILD)/tests/test_sn_resolve.o $(BUILD)/common/sn_resolve.o \
