@@ -2156,7 +2156,13 @@ static void sn_finish(int cuda_usable)
     if (__atomic_load_n(&sn_forked_child, __ATOMIC_ACQUIRE) ||
         __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || sn_opt.mode == SN_MODE_OFF)
         return;
-    /* Nothing libsn calls from here on is the framework's. */
+    /* Nothing libsn calls from here on is the framework's, until the
+     * outputs are written: the program's own exit code (destructors of
+     * static objects and of libraries unloaded after this handler, such
+     * as Caffe's, which destroys its cuBLAS handle and frees its blobs
+     * there) still calls CUDA afterwards, and those calls must reach
+     * libsn's wrappers: in manage mode the memory they free is libsn's. */
+    int depth = sn_thread.depth, lib = sn_thread.lib;
     sn_thread.depth = 1;
     sn_thread.lib = SN_LIB_NONE;
     sn_real_cudaEventSynchronize_fn sync = cuda_usable && sn_core_ready ? SN_REAL(cudaEventSynchronize) : NULL;
@@ -2254,6 +2260,8 @@ static void sn_finish(int cuda_usable)
         sn_warn("%s", cfg.unseen);
     for (int dev = SN_MAX_DEVICES - 1; dev >= 0; dev--)
         sn_lock_give(&sn_devs[dev].lock);
+    sn_thread.depth = depth;
+    sn_thread.lib = lib;
 }
 
 void sn_core_finish_unloading(void)
