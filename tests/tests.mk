@@ -80,3 +80,8 @@ $(BUILD)/tests/test_sn_resolve: $(BUILD)/tests/test_sn_resolve.o $(BUILD)/common
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ldl -lpthread
 
 TEST_BINS += $(BUILD)/tests/test_sn_resolve
+
+# Kernels without parameters told by their mangled names (common/).
+$(BUILD)/tests/test_sn_mangle: $(BUILD)/tests/test_sn_mangle.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+TEST_BINS += $(BUILD)/tests/test_sn_mangle
