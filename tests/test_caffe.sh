@@ -27,7 +27,7 @@ check "Caffe is unpacked, ported and built (tools/caffe.sh build)" "[ $rc -eq 0 
     { sed 's/^/# /' "$tmp/build.err"; exit 1; }
 caffe=$build
 [ -f "$(dirname "$caffe")/../../../build-seconds" ] &&
-    echo "# built in $(cat "$(dirname "$caffe")/../../../build-seconds") s"
+    echo "# the last build took $(cat "$(dirname "$caffe")/../../../build-seconds") s"
 
 iters=6
 # Nine layers: every kind the cuDNN engine takes over (convolution, ReLU,
