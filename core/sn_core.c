@@ -26,6 +26,7 @@
 
 #include "allocator/sn_arena.h"
 #include "common/sn_array.h"
+#include "common/sn_mangle.h"
 #include "core/sn_access.h"
 #include "common/sn_capture.h"
 #include "core/sn_convsearch.h"
@@ -711,6 +712,27 @@ typedef struct sn_kernel_layout {
 
 static sn_kernel_layout *sn_layouts;
 
+/* Whether the kernel's mangled name says it takes no parameters
+ * (common/sn_mangle.h): the layout query cannot tell. A failed name query
+ * is cleared from the last-error state like the probe's. */
+static int sn_kernel_named_without_params(const void *func, int driver)
+{
+    const char *name = NULL;
+    if (driver) {
+        sn_real_cuFuncGetName_fn get = SN_REAL(cuFuncGetName);
+        if (!get || get(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
+            return 0;
+    } else {
+        sn_real_cudaFuncGetName_fn get = SN_REAL(cudaFuncGetName);
+        cudaError_t rc = get ? get(&name, func) : cudaErrorNotSupported;
+        if (rc != cudaSuccess) {
+            sn_quiet(rc);
+            return 0;
+        }
+    }
+    return sn_mangled_no_params(name);
+}
+
 /* Reads the layout with cudaFuncGetParamInfo; the probe past the last
  * parameter fails, and that failure is cleared from the last-error state.
  * Returns NULL (not cached) when an error the framework has not collected
@@ -745,6 +767,8 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
              * and the launch is opaque: described as more, never less. */
             if (n > 0)
                 k->nparams = n;
+            else if (sn_kernel_named_without_params(func, driver))
+                k->nparams = 0;
             break;
         }
         if (n == cap) {
@@ -2177,7 +2201,13 @@ static void sn_finish(int cuda_usable)
     if (__atomic_load_n(&sn_forked_child, __ATOMIC_ACQUIRE) ||
         __atomic_exchange_n(&finished, 1, __ATOMIC_ACQ_REL) || sn_opt.mode == SN_MODE_OFF)
         return;
-    /* Nothing libsn calls from here on is the framework's. */
+    /* Nothing libsn calls from here on is the framework's, until the
+     * outputs are written: the program's own exit code (destructors of
+     * static objects and of libraries unloaded after this handler, such
+     * as Caffe's, which destroys its cuBLAS handle and frees its blobs
+     * there) still calls CUDA afterwards, and those calls must reach
+     * libsn's wrappers: in manage mode the memory they free is libsn's. */
+    int depth = sn_thread.depth, lib = sn_thread.lib;
     sn_thread.depth = 1;
     sn_thread.lib = SN_LIB_NONE;
     sn_real_cudaEventSynchronize_fn sync = cuda_usable && sn_core_ready ? SN_REAL(cudaEventSynchronize) : NULL;
@@ -2275,6 +2305,8 @@ static void sn_finish(int cuda_usable)
         sn_warn("%s", cfg.unseen);
     for (int dev = SN_MAX_DEVICES - 1; dev >= 0; dev--)
         sn_lock_give(&sn_devs[dev].lock);
+    sn_thread.depth = depth;
+    sn_thread.lib = lib;
 }
 
 void sn_core_finish_unloading(void)

@@ -13,6 +13,16 @@ TEST_SCRIPTS += tests/test_sim_nvcc.sh
 # tools/darknet.sh (about 25 s the first time, cached in cache/ and
 # build/darknet/ after), trains on the simulator with and without libsn.
 TEST_SCRIPTS += tests/test_darknet.sh
+# BVLC Caffe from the upstream tarball in ../shared/third_party/ (or
+# CAFFE_SRC), ported and built by tools/caffe.sh (a quarter of an hour the
+# first time on two cores, cached in cache/ and build/caffe/ after), trains
+# on the simulator with and without libsn: `make test-caffe`. Not yet part
+# of `make test`: its first build alone would take a third of CI's time
+# (docs/caffe.md).
+test-caffe: deps
+	@$(MAKE) --no-print-directory all-targets
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run_tests.sh tests/test_caffe.sh
+.PHONY: test-caffe
 
 # Contexts and threads; the graph, pool and API tests of the newer runtime
 # entry points.
@@ -75,3 +85,8 @@ $(BUILD)/tests/test_sn_resolve: $(BUILD)/tests/test_sn_resolve.o $(BUILD)/common
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka -ldl -lpthread
 
 TEST_BINS += $(BUILD)/tests/test_sn_resolve
+
+# Kernels without parameters told by their mangled names (common/).
+$(BUILD)/tests/test_sn_mangle: $(BUILD)/tests/test_sn_mangle.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+TEST_BINS += $(BUILD)/tests/test_sn_mangle
