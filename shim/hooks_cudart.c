@@ -73,14 +73,8 @@ static cudaError_t sn_memcpy2d_impl(int hook, sn_real_cudaMemcpy2DAsync_fn real_
         sn_call_init(&c, SN_HOOK_ID_##name, op, sn_current_device(), (stream_expr));           \
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, &(const sn_copy2d){dst, count, src, count, count, 1, kind, NULL});  \
-        sn_step_token t;                                                                       \
-        if (sn_core_call_begin(&c, &t) != 0)                                                   \
-            return cudaErrorMemoryAllocation;                                                  \
-        cudaError_t rc = real(dst, src, count, kind);                                          \
-        sn_core_call_end(&c, &t, rc == cudaSuccess);                                           \
-        if (rc == cudaSuccess)                                                                 \
-            sn_core_host_synced(c.dev, c.stream, 0);                                           \
-        return rc;                                                                             \
+        SN_FORWARD_STEP_SYNC(&c, cudaError_t, cudaSuccess, cudaErrorMemoryAllocation, 1,       \
+                             (dst, src, count, kind));                                         \
     }
 
 SN_MEMCPY_SYNC(cudaMemcpy, NULL)

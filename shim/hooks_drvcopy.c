@@ -35,14 +35,7 @@
         c.flags |= SN_CALL_HOST_SYNC;                                                          \
         sn_describe_copy2d(&c, &(const sn_copy2d){(dst), (count), (src), (count), (count), 1,  \
                                                   (kind), NULL});                              \
-        sn_step_token t;                                                                       \
-        if (sn_core_call_begin(&c, &t) != 0)                                                   \
-            return CUDA_ERROR_OUT_OF_MEMORY;                                                   \
-        CUresult rc = real args;                                                               \
-        sn_core_call_end(&c, &t, rc == CUDA_SUCCESS);                                          \
-        if (rc == CUDA_SUCCESS)                                                                \
-            sn_core_host_synced(c.dev, c.stream, 0);                                           \
-        return rc;                                                                             \
+        SN_FORWARD_STEP_SYNC(&c, CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, 1, args);   \
     }
 
 #define SN_DRV_COPY_ASYNC(name, params, args, dst, src, count, kind)                           \
@@ -246,14 +239,7 @@ static int sn_drv_copy2d_args(const CUDA_MEMCPY2D *pc, sn_copy2d *cp)
         if (sync)                                                                              \
             c.flags |= SN_CALL_HOST_SYNC;                                                      \
         sn_describe_copy2d(&c, &cp);                                                           \
-        sn_step_token t;                                                                       \
-        if (sn_core_call_begin(&c, &t) != 0)                                                   \
-            return CUDA_ERROR_OUT_OF_MEMORY;                                                   \
-        CUresult rc = real args;                                                               \
-        sn_core_call_end(&c, &t, rc == CUDA_SUCCESS);                                          \
-        if ((sync) && rc == CUDA_SUCCESS)                                                      \
-            sn_core_host_synced(c.dev, c.stream, 0);                                           \
-        return rc;                                                                             \
+        SN_FORWARD_STEP_SYNC(&c, CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, (sync), args);\
     }
 
 SN_DRV_COPY2D(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy), (pCopy), NULL, 1)
@@ -323,14 +309,7 @@ static int sn_drv_describe3d(sn_call *c, const CUDA_MEMCPY3D *pc, int op_only)
         if (sync)                                                                              \
             c.flags |= SN_CALL_HOST_SYNC;                                                      \
         sn_drv_describe3d(&c, pCopy, 0);                                                       \
-        sn_step_token t;                                                                       \
-        if (sn_core_call_begin(&c, &t) != 0)                                                   \
-            return CUDA_ERROR_OUT_OF_MEMORY;                                                   \
-        CUresult rc = real args;                                                               \
-        sn_core_call_end(&c, &t, rc == CUDA_SUCCESS);                                          \
-        if ((sync) && rc == CUDA_SUCCESS)                                                      \
-            sn_core_host_synced(c.dev, c.stream, 0);                                           \
-        return rc;                                                                             \
+        SN_FORWARD_STEP_SYNC(&c, CUresult, CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY, (sync), args);\
     }
 
 SN_DRV_COPY3D(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy), (pCopy), NULL, 1)

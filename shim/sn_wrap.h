@@ -24,6 +24,20 @@
     if (!sn_scope_.entered)                                                    \
         return real args;
 
+/* SN_FORWARD_STEP for a call the host may wait for (sync): once it has
+ * returned, libsn knows the work before it on the stream is done. */
+#define SN_FORWARD_STEP_SYNC(callp, type, success, nomem, sync, args)          \
+    do {                                                                       \
+        sn_step_token tok_;                                                    \
+        if (sn_core_call_begin((callp), &tok_) != 0)                           \
+            return (nomem);                                                    \
+        type rc_ = real args;                                                  \
+        sn_core_call_end((callp), &tok_, rc_ == (success));                    \
+        if ((sync) && rc_ == (success))                                        \
+            sn_core_host_synced((callp)->dev, (callp)->stream, 0);             \
+        return rc_;                                                            \
+    } while (0)
+
 #define SN_FORWARD_STEP(callp, type, success, nomem, args)                     \
     do {                                                                       \
         sn_step_token tok_;                                                    \

@@ -44,4 +44,31 @@ static inline void *simgpu_driver_proc(const char *name)
     return simgpu_driver_proc_flags(name, CU_GET_PROC_ADDRESS_DEFAULT);
 }
 
+/* What a library's static cudart does on first use: initialise the driver
+ * and make dev's primary context current on a thread that has none.
+ * Returns 1 when the thread has a context. The entry points are looked up
+ * once per library (each includes this header). */
+static inline int simgpu_driver_context_ready(int dev)
+{
+    typedef CUresult (*init_fn)(unsigned int);
+    typedef CUresult (*get_fn)(CUcontext *);
+    typedef CUresult (*set_fn)(CUcontext);
+    typedef CUresult (*retain_fn)(CUcontext *, CUdevice);
+    static void *fns[4];
+    static const char *const names[4] = {"cuInit", "cuCtxGetCurrent", "cuCtxSetCurrent", "cuDevicePrimaryCtxRetain"};
+    for (int i = 0; i < 4; i++)
+        if (!__atomic_load_n(&fns[i], __ATOMIC_ACQUIRE))
+            __atomic_store_n(&fns[i], simgpu_driver_proc(names[i]), __ATOMIC_RELEASE);
+    init_fn init = (init_fn)__atomic_load_n(&fns[0], __ATOMIC_ACQUIRE);
+    get_fn get = (get_fn)__atomic_load_n(&fns[1], __ATOMIC_ACQUIRE);
+    set_fn set = (set_fn)__atomic_load_n(&fns[2], __ATOMIC_ACQUIRE);
+    retain_fn retain = (retain_fn)__atomic_load_n(&fns[3], __ATOMIC_ACQUIRE);
+    if (!init || init(0) != CUDA_SUCCESS)
+        return 0;
+    CUcontext ctx = NULL;
+    if (get && get(&ctx) == CUDA_SUCCESS && !ctx && retain && set)
+        return retain(&ctx, (CUdevice)dev) == CUDA_SUCCESS && set(ctx) == CUDA_SUCCESS;
+    return 1;
+}
+
 #endif

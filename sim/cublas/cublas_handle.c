@@ -31,18 +31,10 @@ __attribute__((constructor)) static void simblas_load(void)
 
 /* ---- driver entry points, reached the way cudart reaches them ----------- */
 
-typedef CUresult (*cu_init_fn)(unsigned);
-typedef CUresult (*cu_ctx_get_current_fn)(CUcontext *);
-typedef CUresult (*cu_ctx_set_current_fn)(CUcontext);
-typedef CUresult (*cu_primary_ctx_retain_fn)(CUcontext *, CUdevice);
 typedef CUresult (*cu_mem_alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*cu_mem_free_fn)(CUdeviceptr);
 
 static struct {
-    cu_init_fn init;
-    cu_ctx_get_current_fn ctx_get_current;
-    cu_ctx_set_current_fn ctx_set_current;
-    cu_primary_ctx_retain_fn primary_ctx_retain;
     cu_mem_alloc_fn mem_alloc;
     cu_mem_free_fn mem_free;
 } g_drv;
@@ -50,10 +42,6 @@ static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
 
 static void resolve_driver(void)
 {
-    g_drv.init = (cu_init_fn)simgpu_driver_proc("cuInit");
-    g_drv.ctx_get_current = (cu_ctx_get_current_fn)simgpu_driver_proc("cuCtxGetCurrent");
-    g_drv.ctx_set_current = (cu_ctx_set_current_fn)simgpu_driver_proc("cuCtxSetCurrent");
-    g_drv.primary_ctx_retain = (cu_primary_ctx_retain_fn)simgpu_driver_proc("cuDevicePrimaryCtxRetain");
     g_drv.mem_alloc = (cu_mem_alloc_fn)simgpu_driver_proc("cuMemAlloc");
     g_drv.mem_free = (cu_mem_free_fn)simgpu_driver_proc("cuMemFree");
 }
@@ -63,18 +51,7 @@ static void resolve_driver(void)
 static int driver_ready(int dev)
 {
     pthread_once(&g_drv_once, resolve_driver);
-    if (!g_drv.init || !g_drv.mem_alloc || !g_drv.mem_free)
-        return 0;
-    if (g_drv.init(0) != CUDA_SUCCESS)
-        return 0;
-    CUcontext ctx = NULL;
-    if (g_drv.ctx_get_current && g_drv.ctx_get_current(&ctx) == CUDA_SUCCESS && !ctx &&
-        g_drv.primary_ctx_retain && g_drv.ctx_set_current) {
-        if (g_drv.primary_ctx_retain(&ctx, (CUdevice)dev) != CUDA_SUCCESS ||
-            g_drv.ctx_set_current(ctx) != CUDA_SUCCESS)
-            return 0;
-    }
-    return 1;
+    return g_drv.mem_alloc && g_drv.mem_free && simgpu_driver_context_ready(dev);
 }
 
 /* cuBLAS documentation, cublasSetWorkspace(): 32 MiB recommended on Hopper,

@@ -153,10 +153,6 @@ static const simgpu_host_module k_image = {SIMGPU_HOST_MODULE_MAGIC, K_COUNT, k_
 
 /* ---- driver entry points, reached the way the real library reaches them --- */
 
-typedef CUresult (*cu_init_fn)(unsigned);
-typedef CUresult (*cu_ctx_get_current_fn)(CUcontext *);
-typedef CUresult (*cu_ctx_set_current_fn)(CUcontext);
-typedef CUresult (*cu_primary_ctx_retain_fn)(CUcontext *, CUdevice);
 typedef CUresult (*cu_module_load_data_fn)(CUmodule *, const void *);
 typedef CUresult (*cu_module_unload_fn)(CUmodule);
 typedef CUresult (*cu_module_get_function_fn)(CUfunction *, CUmodule, const char *);
@@ -164,10 +160,6 @@ typedef CUresult (*cu_launch_kernel_fn)(CUfunction, unsigned, unsigned, unsigned
                                         unsigned, CUstream, void **, void **);
 
 static struct {
-    cu_init_fn init;
-    cu_ctx_get_current_fn ctx_get_current;
-    cu_ctx_set_current_fn ctx_set_current;
-    cu_primary_ctx_retain_fn primary_ctx_retain;
     cu_module_load_data_fn module_load_data;
     cu_module_unload_fn module_unload;
     cu_module_get_function_fn module_get_function;
@@ -177,10 +169,6 @@ static pthread_once_t g_drv_once = PTHREAD_ONCE_INIT;
 
 static void resolve_driver(void)
 {
-    g_drv.init = (cu_init_fn)simgpu_driver_proc("cuInit");
-    g_drv.ctx_get_current = (cu_ctx_get_current_fn)simgpu_driver_proc("cuCtxGetCurrent");
-    g_drv.ctx_set_current = (cu_ctx_set_current_fn)simgpu_driver_proc("cuCtxSetCurrent");
-    g_drv.primary_ctx_retain = (cu_primary_ctx_retain_fn)simgpu_driver_proc("cuDevicePrimaryCtxRetain");
     g_drv.module_load_data = (cu_module_load_data_fn)simgpu_driver_proc("cuModuleLoadData");
     g_drv.module_unload = (cu_module_unload_fn)simgpu_driver_proc("cuModuleUnload");
     g_drv.module_get_function = (cu_module_get_function_fn)simgpu_driver_proc("cuModuleGetFunction");
@@ -192,17 +180,8 @@ static void resolve_driver(void)
 static int driver_ready(int dev)
 {
     pthread_once(&g_drv_once, resolve_driver);
-    if (!g_drv.init || !g_drv.module_load_data || !g_drv.module_get_function || !g_drv.launch_kernel)
-        return 0;
-    if (g_drv.init(0) != CUDA_SUCCESS)
-        return 0;
-    CUcontext ctx = NULL;
-    if (g_drv.ctx_get_current && g_drv.ctx_get_current(&ctx) == CUDA_SUCCESS && !ctx &&
-        g_drv.primary_ctx_retain && g_drv.ctx_set_current) {
-        if (g_drv.primary_ctx_retain(&ctx, (CUdevice)dev) != CUDA_SUCCESS || g_drv.ctx_set_current(ctx) != CUDA_SUCCESS)
-            return 0;
-    }
-    return 1;
+    return g_drv.module_load_data && g_drv.module_get_function && g_drv.launch_kernel &&
+           simgpu_driver_context_ready(dev);
 }
 
 /* ---- generators --------------------------------------------------------- */
