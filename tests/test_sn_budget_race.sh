@@ -21,11 +21,27 @@ PY
 }
 
 # (without libsn on a device that holds it all: 24 MiB)
-SIMGPU_MEM=64M "$prog" 8 10 >"$tmp/plain.out" || { echo "not ok 1 - sn_blas_threads without libsn failed"; exit 1; }
+# (fewer rounds under a sanitizer, which slows the moves the other thread
+# waits for)
+iters=10
+[ -n "${SANITIZE:-}" ] && iters=4
+SIMGPU_MEM=64M "$prog" 8 $iters >"$tmp/plain.out" || { echo "not ok 1 - sn_blas_threads without libsn failed"; exit 1; }
 for run in 1 2 3; do
-    SIMGPU_MEM=16M SN_MODE=manage SN_DEBUG_BREAK=slow-release SN_REPORT="$tmp/r$run.json" LD_PRELOAD="$SN_PRELOAD" "$prog" 8 10 \
-        >"$tmp/r$run.out" 2>"$tmp/r$run.err"
-    b=$(budget_of "$tmp/r$run.json")
+    # A call that waited about a second for the other thread's calls to
+    # let go of the memory it needs gives up with a clean out-of-memory (a
+    # known limit of libsn's waiting, not what this test is about, and
+    # likelier on a loaded machine or under a sanitizer): such a run is
+    # made again, twice at most; the budget is checked on every attempt.
+    for attempt in 1 2 3; do
+        SIMGPU_MEM=16M SN_MODE=manage SN_DEBUG_BREAK=slow-release SN_REPORT="$tmp/r$run.json" LD_PRELOAD="$SN_PRELOAD" \
+            "$prog" 8 $iters >"$tmp/r$run.out" 2>"$tmp/r$run.err"
+        b=$(budget_of "$tmp/r$run.json")
+        if [ "$b" != 16777216 ] || grep -q 'budget lowered' "$tmp/r$run.err" ||
+            ! grep -q 'resident at once' "$tmp/r$run.err"; then
+            break
+        fi
+        echo "# run $run: a call gave up waiting for the other thread (attempt $attempt)"
+    done
     check "run $run: the results of the run without libsn" "cmp -s '$tmp/plain.out' '$tmp/r$run.out'" ||
         sed 's/^/# /' "$tmp/r$run.err" | head -4
     check "run $run: the budget stays the device's 16 MiB ($b bytes), nothing said of a lower one" \
