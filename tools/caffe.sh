@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # BVLC Caffe, a second real framework, for tests/test_caffe.sh: unpacks its
 # source (the trimmed upstream tarball in ../shared/third_party/, or the
-# checkout CAFFE_SRC names) into cache/caffe/, ports a copy to CUDA 13,
-# cuDNN 9 and protobuf 3.21 (tests/caffe/port.py, docs/caffe.md) and builds
-# it with its own Makefile into build/caffe/, linked against the CUDA
-# import libraries so that LD_LIBRARY_PATH=build/sim runs it on the
-# simulated device.
+# checkout CAFFE_SRC names) into a per-machine cache, ports a copy to CUDA
+# 13, cuDNN 9 and protobuf 3.21 (tests/caffe/port.py, docs/caffe.md) and
+# builds it with its own Makefile there, linked against the CUDA import
+# libraries so that LD_LIBRARY_PATH=build/sim runs it on the simulated
+# device. The cache (CAFFE_CACHE, default ~/.cache/libsn/caffe) is outside
+# the checkout so that every clone and worktree on the machine, and every
+# CI run, shares one build: a clean clone does not pay for it again.
 #
 #   tools/caffe.sh source   the unpacked source tree's path
 #   tools/caffe.sh build    unpack, port and build; prints the caffe binary
@@ -19,8 +21,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARBALL=${CAFFE_TARBALL:-$ROOT/../shared/third_party/caffe-bvlc-9b89154.tar.gz}
-CACHE=${CAFFE_CACHE:-$ROOT/cache/caffe}
-OUT=${CAFFE_BUILD:-$ROOT/build/caffe}
+CACHE=${CAFFE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libsn/caffe}
+OUT=${CAFFE_BUILD:-$CACHE/build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
 JOBS=${CAFFE_JOBS:-2}
@@ -143,7 +145,7 @@ build() {
     bin="$OUT/src/build/tools/caffe.bin"
     stamp="$OUT/.stamp"
     lock "$OUT"
-    key=$( { source_key; sha256sum "$port" "$0"; echo "$ARCH"; "$NVCC" --version | tail -n 2; } | sha256sum | cut -c1-16)
+    key=$( { source_key; cat "$port" "$0" | sha256sum; echo "$ARCH"; "$NVCC" --version | tail -n 2; } | sha256sum | cut -c1-16)
     if [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$key" ]; then
         echo "$bin"
         return 0

@@ -506,7 +506,7 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
  * of data in [lo, c] used on the way to c (a copy from the host, or a
  * device copy of what came from outside the window's computation). With
  * none, at lo when anyway is set, else -1. */
-static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *need)
+static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, char *need)
 {
     const sn_trace *t = w->t;
     for (int r = 0; r <= c; r++)
@@ -519,7 +519,7 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
         int p = w->pos[k - w->call_lo];
         if (!sn_ok(e) || p > c || p < lo)
             continue;
-        if ((e->flags & SN_TC_STEP) && sn_is_copy(e->op) && need[p] && p > best) {
+        if ((e->flags & SN_TC_STEP) && sn_is_copy(e->op) && need[p] && (earliest ? best < 0 : p > best)) {
             /* a copy of what came from outside the window's computation */
             const sn_trace_access *a = sn_acc(t, e);
             const int *wr = sn_wwr(w, e);
@@ -546,7 +546,7 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
                     if (ar[j].tensor == a[i].tensor && wr[j] == -3 - p && sn_uses(er, ar[j].mode))
                         uses = 1;
             if (uses) {
-                if (p > best)
+                if (earliest ? best < 0 : p > best)
                     best = p;
                 break;
             }
@@ -576,6 +576,7 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, char *nee
  * function's own scratch (seen). */
 typedef struct sn_pass_scratch {
     char *need, *input, *seen;
+    const char *computed; /* per trace tensor: sn_computed_tensors */
 } sn_pass_scratch;
 
 /* Where a forward pass ending at c begins, the previous one having begun
@@ -656,6 +657,68 @@ static int sn_pass_start(const sn_win *w, int s_prev, int T_prev, int c, const s
     return exact ? q : -1;
 }
 
+/* Whether the forward pass [s, T] goes on to the result read at c rather
+ * than a new pass beginning after T: every step in (T, c] other than a
+ * fill works toward c, the pass stays shorter than a period, and no exact
+ * step in (T, c] reads a computed value from outside the pass: nothing a
+ * step before s wrote (the weights an update wrote, a batch normalisation's
+ * running statistics), nothing computed before the window (computed[]: some
+ * step other than a fill writes the tensor somewhere in the log). A new
+ * forward pass reads its weights; the rest of a loss reads only the pass's
+ * own values, constants and what the host sends back of its earlier reads
+ * (Caffe's loss layer: its kernel, the asum of the per-image losses read by
+ * the host, the loss value copied back for a dot with the loss weight). Kernels'
+ * touches are not reads here: they may as well be writes. */
+static int sn_continues(const sn_win *w, int s, int T, int c, int P, const sn_pass_scratch *sc)
+{
+    char *need = sc->need;
+    const char *computed = sc->computed;
+    if (c <= T || c - s >= P)
+        return 0;
+    for (int r = T + 1; r <= c; r++)
+        need[r] = 0;
+    need[c] = 1;
+    sn_ancestors(w, T, c, need);
+    for (int r = T + 1; r <= c; r++) {
+        if (!need[r] && !sn_filler(w, r))
+            return 0;
+        const sn_trace_call *e = sn_wstep(w, r);
+        if (!sn_exact(e))
+            continue;
+        const sn_trace_access *a = sn_acc(w->t, e);
+        const int *wr = sn_wwr(w, e);
+        for (int j = 0; j < e->nacc; j++) {
+            if (!(a[j].mode & SN_ACC_R) || (a[j].mode & SN_ACC_SCRATCH))
+                continue;
+            if ((wr[j] >= 0 && wr[j] < s) || (wr[j] == -1 && computed[a[j].tensor]))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Per trace tensor, whether some step other than a fill writes it in the
+ * log: a computed value, not a constant the host sent. */
+static void sn_computed_tensors(const sn_win *w, char *computed)
+{
+    const sn_trace *t = w->t;
+    memset(computed, 0, t->ntensors);
+    for (size_t k = 0; k < w->s0 + (size_t)w->n; k++) {
+        const sn_trace_call *e = &t->calls[w->step_call[k]];
+        if (!sn_ok(e) || sn_is_copy(e->op) || e->op == SN_OP_MEMSET || e->op == SN_OP_SET_TENSOR)
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        int single = 0;
+        for (int j = 0; j < e->nacc; j++)
+            single += !(a[j].mode & SN_ACC_SCRATCH);
+        if (!sn_exact(e) && single == 1)
+            continue;
+        for (int j = 0; j < e->nacc; j++)
+            if (sn_changes(e, a[j].mode))
+                computed[a[j].tensor] = 1;
+    }
+}
+
 /* A forward pass and what follows it, in window positions. */
 typedef struct sn_wpass {
     int start, turn, bwd_end, end, training;
@@ -698,9 +761,11 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     int *cand = malloc(sn_count((long)(w->call_hi - w->call_lo)) * sizeof *cand);
     char *need = malloc(sn_count(w->n));
     char *mark = malloc(sn_count((long)t->ntensors)), *seen = malloc(sn_count((long)t->ntensors));
+    char *computed = malloc(sn_count((long)t->ntensors));
     int np = -1;
-    if (!cand || !need || !mark || !seen)
+    if (!cand || !need || !mark || !seen || !computed)
         goto done;
+    sn_computed_tensors(w, computed);
     int ncand = sn_host_reads(w, cand);
     if (ncand == 0)
         ncand = sn_sinks(w, P, cand);
@@ -710,15 +775,30 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
         sn_debug("device %d: result read by the host at step %d (%s)", t->dev, cand[i],
                  sn_op_name(sn_wstep(w, cand[i])->op));
     np = 0;
-    int cur_start = 0, cur_turn = -1;
+    int cur_start = 0, cur_turn = -1, after_tail = 0;
+    const sn_pass_scratch sc = {need, mark, seen, computed};
     /* the window may begin in the middle of a pass: the first pass found
      * ends at a later result the host reads and begins where its data
      * arrives after the result before (or, when no data arrives by copy at
      * all, right after it) */
     for (int i = 1, anyway = 0; i < ncand; i++) {
         int c = cand[i];
-        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &(sn_pass_scratch){need, mark, seen})
-                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, need);
+        if (cur_turn >= 0 && sn_continues(w, cur_start, cur_turn, c, P, &sc)) {
+            cur_turn = c;
+            continue;
+        }
+        /* the rest of a loss whose forward pass began before the window
+         * (or before the result read at cand[i - 1]) is no pass's end; the
+         * next pass then begins after that iteration's backward pass and
+         * update, with the first of its data to arrive (a framework may
+         * send constants again later in the pass: Caffe's inner products
+         * their bias multipliers) */
+        if (cur_turn < 0 && sn_continues(w, cand[i - 1], cand[i - 1], c, P, &sc)) {
+            after_tail = 1;
+            continue;
+        }
+        int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &sc)
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, need);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
             i = 0;
@@ -756,6 +836,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
         p->training = p->bwd_end > p->turn + 1;
     }
 done:
+    free(computed);
     free(cand);
     free(need);
     free(mark);
