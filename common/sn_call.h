@@ -73,7 +73,7 @@ typedef struct sn_call {
     sn_shape shape[SN_CALL_MAX_SHAPES];
     uint64_t params;         /* hash of the parameters that are not shapes */
     uint64_t shape_hash;     /* hash of the shapes, built by sn_call_shape */
-    int algo;                /* convolution algorithm, -1 if none */
+    int algo;                /* convolution algorithm, a kernel's kind (sn_kernel_kind), -1 if none */
     uint64_t workspace;      /* workspace bytes given to the call */
     uint64_t conf;           /* convolution configuration (direction, descriptors), 0 if none:
                                 what the algorithms measured for it are cached under */

@@ -6,12 +6,70 @@
  * launch of, say, Caffe's empty `sync_conv_groups()` as opaque (everything
  * resident before it, everything dirty after). Its Itanium C++ ABI name,
  * `_ZN5caffe16sync_conv_groupsEv`, says "no parameters" by itself.
+ * The name also says what a framework's own kernel does, which the trace
+ * report uses to name the layer it makes (Caffe's `MaxPoolForward` is max
+ * pooling, Darknet's `forward_maxpool_layer_kernel` too): sn_kernel_kind.
  * Pure, no state: common/ vocabulary.
  */
 #ifndef SN_MANGLE_H
 #define SN_MANGLE_H
 
 #include <stddef.h>
+#include <strings.h>
+
+/* What a kernel's name says it computes, for naming layers only: never
+ * used to describe what the kernel touches. 0: nothing known. */
+enum sn_kernel_kind {
+    SN_KK_NONE = 0,
+    SN_KK_MAXPOOL,
+    SN_KK_AVGPOOL,
+    SN_KK_DROPOUT,
+    SN_KK_LRN,
+    SN_KK_RELU,
+    SN_KK_LOSS,
+    SN_KK_SOFTMAX,
+    SN_KK_BATCHNORM,
+    SN_KK_CONCAT,
+    SN_KK_ELTWISE,
+    SN_KK_COUNT
+};
+
+/* The layer type a kind names (the trace report's vocabulary). */
+static inline const char *sn_kernel_kind_name(int kind)
+{
+    static const char *const names[SN_KK_COUNT] = {
+        "kernel", "maxpool", "avgpool", "dropout", "lrn", "relu", "loss", "softmax", "batchnorm", "concat", "eltwise"};
+    return kind > 0 && kind < SN_KK_COUNT ? names[kind] : "kernel";
+}
+
+/* The kind of the kernel called NAME (mangled or not), from words its
+ * identifier holds, case ignored; the first of the list that matches, so
+ * a softmax loss is a loss and an average pooling's backward pass is still
+ * pooling. Caffe's and Darknet's kernel names are the model. */
+static inline int sn_kernel_kind(const char *name)
+{
+    static const struct {
+        const char *word;
+        int kind;
+    } words[] = {
+        {"maxpool", SN_KK_MAXPOOL}, {"max_pool", SN_KK_MAXPOOL}, {"avepool", SN_KK_AVGPOOL},
+        {"avgpool", SN_KK_AVGPOOL}, {"avg_pool", SN_KK_AVGPOOL}, {"ave_pool", SN_KK_AVGPOOL},
+        {"stopool", SN_KK_AVGPOOL}, {"dropout", SN_KK_DROPOUT}, {"lrn", SN_KK_LRN},
+        {"loss", SN_KK_LOSS},       {"relu", SN_KK_RELU},       {"softmax", SN_KK_SOFTMAX},
+        {"batchnorm", SN_KK_BATCHNORM}, {"concat", SN_KK_CONCAT}, {"eltwise", SN_KK_ELTWISE},
+    };
+    if (!name)
+        return SN_KK_NONE;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        size_t len = 0;
+        while (words[w].word[len])
+            len++;
+        for (const char *p = name; *p; p++)
+            if (strncasecmp(p, words[w].word, len) == 0)
+                return words[w].kind;
+    }
+    return SN_KK_NONE;
+}
 
 /* Whether NAME declares a function without parameters: "_Z", then a plain
  * name (one source name "<length><identifier>", or "N", source names only,

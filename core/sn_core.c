@@ -705,6 +705,7 @@ static inline void sn_room_free(sn_room *r)
 typedef struct sn_kernel_layout {
     const void *func;
     int nparams;          /* -1: layout unknown */
+    int kind;             /* what its name says it computes (sn_kernel_kind) */
     uint32_t *size;       /* nparams sizes, in order */
     uint32_t *off;        /* ... and offsets in the packed buffer (a driver launch's extra) */
     UT_hash_handle hh;
@@ -712,25 +713,25 @@ typedef struct sn_kernel_layout {
 
 static sn_kernel_layout *sn_layouts;
 
-/* Whether the kernel's mangled name says it takes no parameters
- * (common/sn_mangle.h): the layout query cannot tell. A failed name query
- * is cleared from the last-error state like the probe's. */
-static int sn_kernel_named_without_params(const void *func, int driver)
+/* The kernel's name, NULL when the driver or runtime does not say. A
+ * failed name query is cleared from the last-error state like the
+ * probe's. */
+static const char *sn_kernel_name(const void *func, int driver)
 {
     const char *name = NULL;
     if (driver) {
         sn_real_cuFuncGetName_fn get = SN_REAL(cuFuncGetName);
         if (!get || get(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
-            return 0;
+            return NULL;
     } else {
         sn_real_cudaFuncGetName_fn get = SN_REAL(cudaFuncGetName);
         cudaError_t rc = get ? get(&name, func) : cudaErrorNotSupported;
         if (rc != cudaSuccess) {
             sn_quiet(rc);
-            return 0;
+            return NULL;
         }
     }
-    return sn_mangled_no_params(name);
+    return name;
 }
 
 /* Reads the layout with cudaFuncGetParamInfo; the probe past the last
@@ -750,6 +751,8 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
         return NULL;
     k->func = func;
     k->nparams = -1;
+    const char *name = sn_kernel_name(func, driver);
+    k->kind = sn_kernel_kind(name);
     if (!info && !cu_info)
         return k;
     int n = 0, cap = 0;
@@ -767,7 +770,7 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
              * and the launch is opaque: described as more, never less. */
             if (n > 0)
                 k->nparams = n;
-            else if (sn_kernel_named_without_params(func, driver))
+            else if (sn_mangled_no_params(name))
                 k->nparams = 0;
             break;
         }
@@ -1006,6 +1009,7 @@ static inline __attribute__((always_inline)) const sn_kernel_layout *sn_kernel_l
 static inline __attribute__((always_inline)) void sn_kernel_args(sn_call *c, const sn_kernel_layout *k,
                                                                  void **args)
 {
+    c->algo = k->kind;
     uint64_t gen = sn_reg_gen(&sn_reg);
     int locked = 0;
     for (int i = 0; i < k->nparams; i++) {

@@ -21,6 +21,24 @@ static void test_no_params(void **state)
     assert_int_equal(sn_mangled_no_params("_ZN12_GLOBAL__N_15inner3twoEv"), 1);
 }
 
+/* What a framework kernel's name says it computes: Caffe's and Darknet's
+ * names, mangled or not; a name saying nothing is no kind. */
+static void test_kernel_kinds(void **state)
+{
+    (void)state;
+    assert_int_equal(sn_kernel_kind("_ZN5caffe14MaxPoolForwardIfEEviPKT_iiiiiiiiiiPS1_PiS4_"), SN_KK_MAXPOOL);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe14AvePoolBackwardIfEEviPKT_iiiiiiiiiiPS1_"), SN_KK_AVGPOOL);
+    assert_int_equal(sn_kernel_kind("forward_maxpool_layer_kernel"), SN_KK_MAXPOOL);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe14DropoutForwardIfEEviPKT_PKjjfPS1_"), SN_KK_DROPOUT);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe21SoftmaxLossForwardGPUIfEEviPKT_S3_PS1_iiibiS4_"), SN_KK_LOSS);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe11ReLUForwardIfEEviPKT_PS1_S1_"), SN_KK_RELU);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe17LRNComputeOutputIfEEviPKT_S3_S1_PS1_"), SN_KK_LRN);
+    assert_string_equal(sn_kernel_kind_name(SN_KK_MAXPOOL), "maxpool");
+    assert_int_equal(sn_kernel_kind("_ZN5caffe17im2col_gpu_kernelIfEEviPKT_iiiiiiiiiiiiPS1_"), SN_KK_NONE);
+    assert_int_equal(sn_kernel_kind(NULL), SN_KK_NONE);
+    assert_string_equal(sn_kernel_kind_name(SN_KK_NONE), "kernel");
+}
+
 static void test_params_or_unknown(void **state)
 {
     (void)state;
@@ -59,6 +77,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_params),
         cmocka_unit_test(test_params_or_unknown),
+        cmocka_unit_test(test_kernel_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

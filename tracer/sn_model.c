@@ -13,6 +13,7 @@
  * write it as read it, and a kernel's access never makes an output in
  * place (an activation) into a new value.
  */
+#include "common/sn_mangle.h"
 #include "tracer/sn_model.h"
 #include "tracer/sn_model_int.h"
 
@@ -1138,6 +1139,24 @@ static int sn_call_step(const sn_build *b, uint64_t c, int *pos)
     return (b->t->calls[c].flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)*pos] == c;
 }
 
+/* The layer a call of the forward pass belongs to: a step's own; a copy
+ * from the host, the data layer's, unless it lands inside a layer that
+ * has already begun: a constant the framework sends again just before the
+ * step that uses it (Caffe's inner product sets its bias multiplier on
+ * the host at every reshape and copies it before the bias GEMM), which is
+ * that layer's, like its weights, not an input from the data. */
+static int sn_call_layer(const sn_build *b, uint64_t c, int *pos)
+{
+    int is_step = sn_call_step(b, c, pos);
+    if (is_step)
+        return b->layer_of[*pos];
+    int l = *pos >= 0 && *pos < b->P ? b->layer_of[*pos] : -1;
+    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos &&
+        b->t->calls[c].op == SN_OP_MEMCPY_H2D)
+        return l;
+    return b->data_layer;
+}
+
 /* The first call of a step's position (transfers before it included). */
 static uint64_t sn_first_call_at(const sn_build *b, int s)
 {
@@ -1515,8 +1534,7 @@ static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
         int pos;
-        int is_step = sn_call_step(b, c, &pos);
-        int l = is_step ? b->layer_of[pos] : b->data_layer;
+        int l = sn_call_layer(b, c, &pos);
         const sn_trace_access *a = sn_acc(t, e);
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
@@ -1597,8 +1615,8 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
         int p;
+        int l = sn_call_layer(b, c, &p);
         int is_step = sn_call_step(b, c, &p);
-        int l = is_step ? b->layer_of[p] : b->data_layer;
         const sn_trace_access *a = sn_acc(t, e);
         if (is_step && !f->init[p])
             for (int j = 0; j < e->nacc; j++) {
@@ -1633,8 +1651,8 @@ static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
         if (!sn_ok(e) || e->op == SN_OP_MEMCPY_D2H)
             continue;
         int pos;
+        int l = sn_call_layer(b, c, &pos);
         int is_step = sn_call_step(b, c, &pos);
-        int l = is_step ? b->layer_of[pos] : b->data_layer;
         int fill = is_step && sn_filler(&b->w, pos);
         const sn_trace_access *a = sn_acc(t, e);
         for (int j = 0; j < e->nacc; j++) {
@@ -1757,11 +1775,12 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
     }
     /* made of other calls: copies (a concatenation when they gather more
      * than one input), cuBLAS calls without weights, or kernels */
-    int copies = 0, blas = 0, kernels = 0, steps = 0;
+    int copies = 0, blas = 0, kernels = 0, steps = 0, kind = SN_KK_NONE;
     for (int s = L->first; s <= L->last; s++) {
         if (b->layer_of[s] != l || b->m->steps[s].phase != SN_PHASE_FORWARD)
             continue;
-        int op = sn_wstep(&b->w, s)->op;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        int op = e->op;
         if (op == SN_OP_MEMSET || op == SN_OP_SET_TENSOR)
             continue;
         steps++;
@@ -1771,9 +1790,15 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
             kernels++;
         else
             blas++;
+        /* the first kernel whose name says what it computes names the
+         * layer (Caffe's MaxPoolForward, DropoutForward, its loss) */
+        if (op == SN_OP_KERNEL && !kind && e->algo > 0)
+            kind = e->algo;
     }
     if (steps && copies == steps)
         return L->nin > 1 ? "concat" : "copy";
+    if (kind && kernels > 0)
+        return sn_kernel_kind_name(kind);
     if (blas > kernels + copies)
         return "blas";
     return "kernel";
