@@ -17,6 +17,13 @@
 #     about half of what it allocates. Without libsn it runs out of memory;
 #     under libsn (manage mode, the default) it trains to the same checksum
 #     as on a big device, and the report says what moved.
+#  5. Where BVLC Caffe can be built (its source in ../shared/third_party/ or
+#     CAFFE_SRC; tools/caffe.sh, docs/caffe.md): `caffe train` on a nine-layer
+#     net (16 MiB at its peak) on a 14 MiB device. Caffe alone stops on its
+#     own out-of-memory check; under libsn it trains and saves the same
+#     snapshot bytes as on a big device. The first build of Caffe takes a
+#     quarter of an hour on two cores (cached per machine after);
+#     DEMO_CAFFE=0 leaves this part out.
 set -u
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -26,6 +33,36 @@ SMALL=(--net resnet --depth 14 --input 32 --width 8 --batch 16 --iters 8 --lr 0.
 status=0
 
 say() { printf '\n== %s\n' "$*"; }
+# tiny_net DIR: the nine-layer Caffe net of tests/test_caffe.sh and its
+# solver (six iterations, a snapshot at the end) in DIR.
+tiny_net() {
+    cat >"$1/net.prototxt" <<'NET'
+name: "tiny"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+  dummy_data_param {
+    shape { dim: 16 dim: 3 dim: 32 dim: 32 } data_filler { type: "gaussian" std: 1 }
+    shape { dim: 16 } data_filler { type: "uniform" min: 0 max: 9 } } }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+  convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+  pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "ip1" type: "InnerProduct" bottom: "pool1" top: "ip1"
+  inner_product_param { num_output: 64 weight_filler { type: "xavier" } } }
+layer { name: "relu2" type: "ReLU" bottom: "ip1" top: "ip1" }
+layer { name: "drop1" type: "Dropout" bottom: "ip1" top: "ip1" dropout_param { dropout_ratio: 0.5 } }
+layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
+  inner_product_param { num_output: 10 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+NET
+    cat >"$1/solver.prototxt" <<SOLVER
+net: "$1/net.prototxt"
+base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: "fixed"
+display: 1 max_iter: 6
+snapshot_prefix: "snap"
+solver_mode: GPU random_seed: 1
+SOLVER
+}
 checksum_of() { awk '$1 == "checksum" { print $2 }'; }
 
 say "1. ResNet-14 (CIFAR size, width 8) learns on the simulated device"
@@ -96,5 +133,50 @@ if [ -f "$LIBSN" ]; then
     rm -f "$report"
 else
     say "3. ($LIBSN not built: the runs under libsn are skipped)"
+fi
+
+if [ "${DEMO_CAFFE:-1}" != 0 ] && [ -f "$LIBSN" ]; then
+    say "5. BVLC Caffe: caffe train on a 14 MiB device (its nine-layer net needs 16 MiB)"
+    caffe=$(tools/caffe.sh build 2>/dev/null)
+    rc=$?
+    if [ "$rc" -eq 77 ]; then
+        echo "   (${caffe#skip: })"
+    elif [ "$rc" -ne 0 ]; then
+        echo "   tools/caffe.sh build failed (exit $rc)"
+        status=1
+    else
+        dir=$(mktemp -d)
+        tiny_net "$dir"
+        run() {  # run NAME MEM [libsn]: caffe train in $dir/NAME on a device of MEM
+            mkdir -p "$dir/$1"
+            (cd "$dir/$1" && env GLOG_logtostderr=1 SIMGPU_COMPUTE=0 SIMGPU_MEM="$2" \
+                ${3:+SIMGPU_GRANULARITY=64K SN_REPORT="$dir/$1.report" LD_PRELOAD="$LIBSN"} \
+                "$caffe" train --solver="$dir/solver.prototxt" --gpu=0 >"$dir/$1.out" 2>&1)
+        }
+        run big 1G
+        echo "   without libsn:"
+        { run alone 14M; } 2>/dev/null
+        rc=$?
+        grep -m1 'Check failed' "$dir/alone.out" | sed -E 's/^F[0-9]+ [0-9:.]+ +[0-9]+ /   /'
+        echo "   exit status $rc (Caffe aborts on its own out-of-memory check)"
+        [ "$rc" -ne 0 ] || status=1
+        echo "   with libsn (manage mode, the default):"
+        run libsn 14M yes
+        rc=$?
+        grep -E '\] Iteration [0-9]+.*, loss = ' "$dir/libsn.out" |
+            sed -E 's/^I[0-9]+ [0-9:.]+ +[0-9]+ [^]]*\] /   /; s/ \([^)]*\)//'
+        same=1
+        for f in snap_iter_6.caffemodel snap_iter_6.solverstate; do
+            cmp -s "$dir/big/$f" "$dir/libsn/$f" || same=0
+        done
+        if [ "$rc" -eq 0 ] && [ $same -eq 1 ]; then
+            echo "   exit status 0; snapshot (.caffemodel, .solverstate) byte-identical to a 1 GiB device without libsn"
+        else
+            echo "   exit status $rc; snapshot identical: $same"
+            status=1
+        fi
+        sed -n '/^manage /,/^  out of memory/p' "$dir/libsn.report" | sed 's/^/   /'
+        rm -rf "$dir"
+    fi
 fi
 exit $status
