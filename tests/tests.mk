@@ -15,10 +15,11 @@ TEST_SCRIPTS += tests/test_sim_nvcc.sh
 TEST_SCRIPTS += tests/test_darknet.sh
 # BVLC Caffe from the upstream tarball in ../shared/third_party/ (or
 # CAFFE_SRC), ported and built by tools/caffe.sh (a quarter of an hour the
-# first time on two cores, cached in cache/ and build/caffe/ after), trains
-# on the simulator with and without libsn: `make test-caffe`. Not yet part
-# of `make test`: its first build alone would take a third of CI's time
-# (docs/caffe.md).
+# first time on two cores, cached per machine in ~/.cache/libsn/caffe after,
+# shared by every clone and build variant), trains on the simulator with
+# and without libsn. Skipped with the reason where the source is missing.
+# `make test-caffe` runs it alone.
+TEST_SCRIPTS += tests/test_caffe.sh
 test-caffe: deps
 	@$(MAKE) --no-print-directory all-targets
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run_tests.sh tests/test_caffe.sh
