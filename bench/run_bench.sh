@@ -22,6 +22,10 @@
 #                         (bench/policy_fullsize.sh)
 #   planning.md           how long planning holds the framework, on libsn's thread
 #                         and with SN_PLAN_WAIT=1 (bench/planning_bench.sh)
+#   caffe.md              BVLC Caffe on full-size nets in 12 GB, alone and under libsn:
+#                         largest batch, deepest ResNet, ms per iteration against
+#                         unlimited memory (bench/caffe_bench.sh; a line says why
+#                         where Caffe cannot be built)
 #
 # BENCH_QUICK=1 runs a reduced set (used to check the script itself).
 # A table whose measurements failed is not written (the committed one is
@@ -223,5 +227,11 @@ fi
 # Planning off the framework's thread: how long it holds the framework.
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
     BUILD=$BUILD bench/planning_bench.sh "$OUT/planning.md" && echo "wrote $OUT/planning.md" || status=1
+fi
+
+# BVLC Caffe, an unmodified framework, alone and under libsn (about half an
+# hour on two shared cores; skipped with a line where Caffe cannot be built).
+if [ -f "$PWD/$BUILD/libsn.so" ]; then
+    BUILD=$BUILD OUT=$OUT bench/caffe_bench.sh || status=1
 fi
 exit $status
