@@ -20,7 +20,7 @@
  * deterministic stand-in runs in their place for the same nominal
  * duration (sim/standin.c). Their parameter layouts come from the image's
  * metadata (sim/fatbin.c), their parameter types, for the stand-in, from
- * their mangled names (sim/mangle.c). A module's functions stay allocated
+ * their mangled names (common/sn_mangle.c). A module's functions stay allocated
  * after cuModuleUnload (the handles are refused, but a graph that captured a
  * launch still holds its node).
  */
@@ -32,7 +32,7 @@
 #include <uthash.h>
 
 #include "sim/fatbin.h"
-#include "sim/mangle.h"
+#include "common/sn_mangle.h"
 #include "sim/simgpu.h"
 #include "sim/simgraph.h"
 #include "sim/simint.h"
@@ -81,7 +81,7 @@ struct CUfunc_st {
      * of SIMGPU_COMPUTE=libs: nsig of them (LAYOUT_UNREAD before it is
      * read, LAYOUT_UNKNOWN when the name does not match the layout). */
     int nsig;
-    struct sim_ptype *sig;
+    struct sn_ptype *sig;
     UT_hash_handle hh;            /* g_funcs */
     UT_hash_handle hk;            /* g_keys */
 };
@@ -202,12 +202,12 @@ static void read_sig_locked(struct CUfunc_st *f)
     f->nsig = LAYOUT_UNKNOWN;
     if (!f->symbol || f->nparams <= 0)
         return;
-    struct sim_ptype *sig = calloc((size_t)f->nparams, sizeof *sig);
+    struct sn_ptype *sig = calloc((size_t)f->nparams, sizeof *sig);
     if (!sig)
         return;
-    int n = sim_mangled_params(f->symbol, sig, f->nparams);
+    int n = sn_mangled_params(f->symbol, sig, f->nparams);
     for (int i = 0; n == f->nparams && i < n; i++)
-        if (sig[i].kind != SIM_PARAM_VALUE && f->params[i].size != sizeof(void *))
+        if (sig[i].kind != SN_PARAM_VALUE && f->params[i].size != sizeof(void *))
             n = LAYOUT_UNKNOWN;
     if (n != f->nparams) {
         free(sig);
@@ -648,7 +648,7 @@ struct launch_desc {
     const char *symbol;                 /* the mangled name the stand-in hashes */
     int nparams;                        /* 0 also when the layout is unknown */
     const struct simfb_param *layout;
-    const struct sim_ptype *sig;        /* NULL: the name says nothing usable */
+    const struct sn_ptype *sig;        /* NULL: the name says nothing usable */
 };
 
 /* SIMGPU_COMPUTE=libs gives a kernel without a body a stand-in. */
@@ -719,7 +719,7 @@ static CUresult capture_launch(const struct CUfunc_st *f, const struct launch_de
         n->d.layout = layout;
         if (d->sig) {
             memcpy(n->data + sig_at, d->sig, np * sizeof *d->sig);
-            n->d.sig = (const struct sim_ptype *)(void *)(n->data + sig_at);
+            n->d.sig = (const struct sn_ptype *)(void *)(n->data + sig_at);
         }
     }
     if (name_len) {

@@ -3,7 +3,7 @@
 
 SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
                   sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c sim/module.c sim/fatbin.c sim/drvops.c \
-                  sim/mangle.c sim/standin.c
+                  common/sn_mangle.c sim/standin.c
 SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/rtgraph.c
 # Fat-binary entries nvcc compressed (zstd by default, LZ4 for
 # -compress-mode=speed) are unpacked with the Debian libraries.
@@ -39,6 +39,6 @@ TEST_BINS += $(BUILD)/tests/test_sim_fatbin
 
 # The reading of kernels' mangled names that SIMGPU_COMPUTE=libs's stand-in
 # relies on, with real names from Darknet, Caffe, CUB and nvcc.
-$(BUILD)/tests/test_sim_mangle: $(BUILD)/tests/test_sim_mangle.o $(BUILD)/sim/mangle.o
+$(BUILD)/tests/test_mangle_params: $(BUILD)/tests/test_mangle_params.o $(BUILD)/common/sn_mangle.o
 	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
-TEST_BINS += $(BUILD)/tests/test_sim_mangle
+TEST_BINS += $(BUILD)/tests/test_mangle_params

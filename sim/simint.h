@@ -169,9 +169,9 @@ void sim_pool_release_completed_locked(struct simgpu_device *d);
  * checks, so it runs before the launch's simgpu_enqueue; label names the
  * kernel in their reports and must outlive the call. */
 struct simfb_param;
-struct sim_ptype;
+struct sn_ptype;
 void sim_standin_run(const char *symbol, const char *label, int nparams, const struct simfb_param *layout,
-                     const struct sim_ptype *sig, void **args);
+                     const struct sn_ptype *sig, void **args);
 /* Counts one device allocation attempt; 1 when fault injection says it must
  * fail. Caller holds g_sim.lock. */
 int sim_fault_alloc_locked(void);

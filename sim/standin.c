@@ -19,7 +19,7 @@
  *    in parameter order;
  *  - it writes a value derived from the hash and the parameter's index
  *    into the prefix of every pointer parameter the kernel may write: the
- *    non-const pointers of its mangled name (sim/mangle.c), or, when the
+ *    non-const pointers of its mangled name (common/sn_mangle.c), or, when the
  *    name says nothing (extern "C", a form the parser refuses), every
  *    8-byte parameter whose value is a device address.
  *
@@ -45,7 +45,7 @@
 #include <string.h>
 
 #include "sim/fatbin.h"
-#include "sim/mangle.h"
+#include "common/sn_mangle.h"
 #include "sim/simint.h"
 
 #define PREFIX 4
@@ -101,10 +101,10 @@ static uint64_t hash_value(uint64_t h, const unsigned char *b, size_t n)
 static void stand_in_value(uint64_t h, int i, unsigned elem, unsigned char out[PREFIX])
 {
     uint64_t v = mix64(h + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
-    if (elem == SIM_ELEM_INT) {
+    if (elem == SN_ELEM_INT) {
         uint32_t x = (uint32_t)(v & 0xff);
         memcpy(out, &x, PREFIX);
-    } else if (elem == SIM_ELEM_BOOL) {
+    } else if (elem == SN_ELEM_BOOL) {
         for (int k = 0; k < PREFIX; k++)
             out[k] = (unsigned char)((v >> k) & 1);
     } else {
@@ -125,19 +125,19 @@ struct slot {
 };
 
 /* Whether parameter i is a pointer the stand-in reads, and may write. */
-static int classify(const struct sim_ptype *sig, int i, const struct simfb_param *l, void *arg, void **p)
+static int classify(const struct sn_ptype *sig, int i, const struct simfb_param *l, void *arg, void **p)
 {
     *p = NULL;
     if (l->size != sizeof(void *))
-        return SIM_PARAM_VALUE;
+        return SN_PARAM_VALUE;
     memcpy(p, arg, sizeof *p);
     if (sig)
         return sig[i].kind;
-    return *p && simgpu_device_of(*p) >= 0 ? SIM_PARAM_OUT : SIM_PARAM_VALUE;
+    return *p && simgpu_device_of(*p) >= 0 ? SN_PARAM_OUT : SN_PARAM_VALUE;
 }
 
 void sim_standin_run(const char *symbol, const char *label, int nparams, const struct simfb_param *layout,
-                     const struct sim_ptype *sig, void **args)
+                     const struct sn_ptype *sig, void **args)
 {
     struct slot stack[64];
     struct slot *sl = nparams <= 64 ? stack : malloc((size_t)nparams * sizeof *sl);
@@ -152,7 +152,7 @@ void sim_standin_run(const char *symbol, const char *label, int nparams, const s
         if (!arg)
             continue;
         int kind = classify(sig, i, &layout[i], args[i], &s->p);
-        if (kind == SIM_PARAM_VALUE) {
+        if (kind == SN_PARAM_VALUE) {
             s->p = NULL;
             h = fnv(h, "v", 1);
             h = hash_value(h, arg, layout[i].size);
@@ -160,8 +160,8 @@ void sim_standin_run(const char *symbol, const char *label, int nparams, const s
         }
         unsigned char prefix[PREFIX];
         s->rd = prefix_len(s->p, 0);
-        s->wr = kind == SIM_PARAM_OUT ? prefix_len(s->p, 1) : 0;
-        s->elem = sig ? sig[i].elem : SIM_ELEM_OTHER;
+        s->wr = kind == SN_PARAM_OUT ? prefix_len(s->p, 1) : 0;
+        s->elem = sig ? sig[i].elem : SN_ELEM_OTHER;
         memcpy(prefix, s->p, s->rd);
         h = fnv(h, s->rd ? "p" : "n", 1);
         h = fnv(h, &s->rd, sizeof s->rd);

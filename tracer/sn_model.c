@@ -145,6 +145,18 @@ static int sn_changes(const sn_trace_call *e, uint8_t mode)
     return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_W) || !sn_exact(e));
 }
 
+/* A write the model may believe: an exact call's, or a kernel's through a
+ * parameter its mangled name declares writable (SN_ACC_OUT: Caffe's
+ * dropout writes its output in place; what it reads through a pointer to
+ * const it leaves alone). Only the layer graph uses it: passes and plans
+ * keep taking every kernel access as a possible write. */
+static int sn_model_writes(const sn_trace_call *e, uint8_t mode)
+{
+    if (mode & SN_ACC_SCRATCH)
+        return 0;
+    return sn_exact(e) ? (mode & SN_ACC_W) != 0 : (mode & SN_ACC_OUT) != 0;
+}
+
 /* ---- helpers over the log -------------------------------------------------------- */
 
 static size_t sn_count(long n)
@@ -1542,7 +1554,7 @@ static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
                 continue;
             /* a kernel's access is not evidence of a write: it claims only
              * what nothing claimed before */
-            if (own[x] < 0 || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !b->is_weight[x]))
+            if (own[x] < 0 || (sn_model_writes(e, a[j].mode) && !b->is_weight[x]))
                 own[x] = l;
         }
     }
@@ -1627,7 +1639,7 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
             if (f->value[x] && l >= 0 && !(a[j].mode & SN_ACC_SCRATCH) &&
-                ((sn_exact(e) && (a[j].mode & SN_ACC_W)) || b->producer[x] < 0)) {
+                (sn_model_writes(e, a[j].mode) || b->producer[x] < 0)) {
                 /* a convolution's output stays one when a ReLU then works
                  * on it in place (for the offloading what-if) */
                 if (b->producer[x] < 0 && is_step && !f->init[p] && b->m->layers[l].cls == CLS_CONV)
@@ -1667,11 +1679,35 @@ static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
                     b->producer[x] = l;
                 }
             }
-            if (value[x] == 2 && l >= 0 && sn_exact(e) && (a[j].mode & SN_ACC_W))
+            if (value[x] == 2 && l >= 0 && sn_model_writes(e, a[j].mode))
                 b->producer[x] = l;
         }
     }
     free(seen);
+}
+
+/* Layers working in place on one buffer own it one after the other, the
+ * last one at the end (Caffe's ReLU, then its dropout, on one blob): a
+ * cuDNN backward step of a class that layer does not have belongs to the
+ * nearest layer of its class up the chain of single inputs, if any (the
+ * ReLU's backward reads the blob the dropout owns last). */
+static int sn_inplace_match(const sn_build *b, const sn_edges *E, int l, int cls)
+{
+    if (cls != CLS_ACT && cls != CLS_POOL && cls != CLS_LRN && cls != CLS_DROPOUT && cls != CLS_SOFTMAX &&
+        cls != CLS_BN)
+        return l;
+    for (int hop = 0, at = l; hop < 4 && at >= 0; hop++) {
+        if (b->m->layers[at].cls == cls)
+            return at;
+        int in = -1, n = 0;
+        for (int x = 0; x < E->n; x++)
+            if (E->v[x].consumer == at && E->v[x].producer >= 0 && E->v[x].producer != in) {
+                in = E->v[x].producer;
+                n++;
+            }
+        at = n == 1 && in != b->data_layer ? in : -1;
+    }
+    return l;
 }
 
 /* The layer a backward step of pass p belongs to: the latest layer among
@@ -1705,7 +1741,7 @@ static int sn_backward_layer(sn_build *b, int s, const int *own, const sn_edges 
             best = own[x];
     }
     if (best >= 0)
-        return best;
+        return sn_inplace_match(b, E, best, sn_dnn_class(e->op));
     const int *wr = sn_wwr(&b->w, e);
     /* a kernel making a gradient the backward pass had not written yet
      * (fills aside) passes it on to the next layer down */

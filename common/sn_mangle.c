@@ -1,7 +1,7 @@
 /*
- * mangle.c — the parameter types of a kernel from its Itanium C++ ABI
- * mangled name (sim/mangle.h), for the stand-in kernels of
- * SIMGPU_COMPUTE=libs.
+ * sn_mangle.c — the parameter types of a kernel from its Itanium C++ ABI
+ * mangled name (common/sn_mangle.h): for the simulator's stand-in kernels
+ * of SIMGPU_COMPUTE=libs and libsn's trace model.
  *
  * Only as much of the grammar as kernels use: plain, nested and `std::`
  * names, template arguments (types, literals, packs), the builtin types,
@@ -16,7 +16,7 @@
  * pointee an integer or not. Anything else (local names, lambdas,
  * operators, expressions, pack expansions) refuses the whole name.
  */
-#include "sim/mangle.h"
+#include "common/sn_mangle.h"
 
 #include <string.h>
 
@@ -27,7 +27,7 @@ struct ty {
     unsigned char ptr;     /* a pointer (or reference) */
     unsigned char pconst;  /* ... to a const-qualified type */
     unsigned char cnst;    /* this type is const-qualified */
-    unsigned char elem;    /* enum sim_pelem of this type, as a pointee */
+    unsigned char elem;    /* enum sn_pelem of this type, as a pointee */
 };
 
 struct mp {
@@ -297,13 +297,13 @@ static int builtin(struct mp *m, struct ty *t)
     char c = *m->s;
     *t = k_value;
     if (c == 'b') {
-        t->elem = SIM_ELEM_BOOL;
+        t->elem = SN_ELEM_BOOL;
     } else if (c && strchr("cahstijlmxynow", c)) {
-        t->elem = SIM_ELEM_INT;
+        t->elem = SN_ELEM_INT;
     } else if (c && strchr("vfdegz", c)) {
         /* void, floating point, ellipsis */
     } else if (c == 'D' && m->s[1] && strchr("isu", m->s[1])) {
-        t->elem = SIM_ELEM_INT;  /* char32_t, char16_t, char8_t */
+        t->elem = SN_ELEM_INT;  /* char32_t, char16_t, char8_t */
         m->s++;
     } else if (c == 'D' && m->s[1] && strchr("hfdeacn", m->s[1])) {
         m->s++;  /* half, decimal floats, auto, decltype(auto), nullptr_t */
@@ -355,7 +355,7 @@ static int type(struct mp *m, struct ty *t)
     case 'O':
         m->s++;
         TRY(type(m, &in));
-        *t = (struct ty){.ptr = 1, .pconst = in.cnst, .elem = in.ptr ? SIM_ELEM_OTHER : in.elem};
+        *t = (struct ty){.ptr = 1, .pconst = in.cnst, .elem = in.ptr ? SN_ELEM_OTHER : in.elem};
         return add_sub(m, *t);
     case 'C':
     case 'G':  /* complex, imaginary */
@@ -443,7 +443,7 @@ static int type(struct mp *m, struct ty *t)
     }
 }
 
-int sim_mangled_params(const char *fname, struct sim_ptype *out, int max)
+int sn_mangled_params(const char *fname, struct sn_ptype *out, int max)
 {
     if (!fname || fname[0] != '_' || fname[1] != 'Z' || max < 0)
         return -1;
@@ -465,8 +465,8 @@ int sim_mangled_params(const char *fname, struct sim_ptype *out, int max)
     while (*m.s) {
         if (type(&m, &t) < 0 || n >= max)
             return -1;
-        out[n].kind = (unsigned char)(t.ptr ? (t.pconst ? SIM_PARAM_IN : SIM_PARAM_OUT) : SIM_PARAM_VALUE);
-        out[n].elem = t.ptr ? t.elem : SIM_ELEM_OTHER;
+        out[n].kind = (unsigned char)(t.ptr ? (t.pconst ? SN_PARAM_IN : SN_PARAM_OUT) : SN_PARAM_VALUE);
+        out[n].elem = t.ptr ? t.elem : SN_ELEM_OTHER;
         n++;
     }
     return n;

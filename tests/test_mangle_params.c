@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "sim/mangle.h"
+#include "common/sn_mangle.h"
 
 /* One letter per parameter: v by value, i pointer to const, o pointer that
  * may be written; NULL: refused. */
@@ -24,8 +24,8 @@ struct named { const char *name, *want; };
 
 static void expect(const char *name, const char *want)
 {
-    struct sim_ptype p[64];
-    int n = sim_mangled_params(name, p, 64);
+    struct sn_ptype p[64];
+    int n = sn_mangled_params(name, p, 64);
     if (!want) {
         if (n != -1)
             fail_msg("%s: %d parameters, want refused", name, n);
@@ -132,17 +132,17 @@ static void test_nvcc_forms(void **state)
 static void test_pointee(void **state)
 {
     (void)state;
-    struct sim_ptype p[8];
-    assert_int_equal(sim_mangled_params("_Z1fPiPKjPbPfPdPPiPx", p, 8), 7);
-    static const unsigned char want[] = {SIM_ELEM_INT, SIM_ELEM_INT,   SIM_ELEM_BOOL, SIM_ELEM_OTHER,
-                                         SIM_ELEM_OTHER, SIM_ELEM_OTHER, SIM_ELEM_INT};
+    struct sn_ptype p[8];
+    assert_int_equal(sn_mangled_params("_Z1fPiPKjPbPfPdPPiPx", p, 8), 7);
+    static const unsigned char want[] = {SN_ELEM_INT, SN_ELEM_INT,   SN_ELEM_BOOL, SN_ELEM_OTHER,
+                                         SN_ELEM_OTHER, SN_ELEM_OTHER, SN_ELEM_INT};
     for (int i = 0; i < 7; i++)
         assert_int_equal(p[i].elem, want[i]);
     /* A template parameter carries its argument's type. */
-    assert_int_equal(sim_mangled_params("_ZN5caffe10set_kernelIiEEviT_PS1_", p, 8), 3);
-    assert_int_equal(p[2].elem, SIM_ELEM_INT);
-    assert_int_equal(sim_mangled_params("_ZN5caffe10set_kernelIfEEviT_PS1_", p, 8), 3);
-    assert_int_equal(p[2].elem, SIM_ELEM_OTHER);
+    assert_int_equal(sn_mangled_params("_ZN5caffe10set_kernelIiEEviT_PS1_", p, 8), 3);
+    assert_int_equal(p[2].elem, SN_ELEM_INT);
+    assert_int_equal(sn_mangled_params("_ZN5caffe10set_kernelIfEEviT_PS1_", p, 8), 3);
+    assert_int_equal(p[2].elem, SN_ELEM_OTHER);
 }
 
 /* Refused: no signature, forms outside the parser, damage, too many. */
@@ -169,10 +169,10 @@ static void test_refused(void **state)
         {"_ZN3fooE", NULL},
     };
     expect_all(t, sizeof t / sizeof t[0]);
-    struct sim_ptype p[2];
-    assert_int_equal(sim_mangled_params("_Z3fooPfS_S_", p, 2), -1);
-    assert_int_equal(sim_mangled_params("_Z3fooPfS_", p, 2), 2);
-    assert_int_equal(sim_mangled_params(NULL, p, 2), -1);
+    struct sn_ptype p[2];
+    assert_int_equal(sn_mangled_params("_Z3fooPfS_S_", p, 2), -1);
+    assert_int_equal(sn_mangled_params("_Z3fooPfS_", p, 2), 2);
+    assert_int_equal(sn_mangled_params(NULL, p, 2), -1);
 }
 
 int main(void)
