@@ -1151,20 +1151,41 @@ static int sn_call_step(const sn_build *b, uint64_t c, int *pos)
     return (b->t->calls[c].flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)*pos] == c;
 }
 
+/* Whether the step at position p reads, exactly, both tensor x and a
+ * weight. */
+static int sn_reads_with_weight(const sn_build *b, int p, uint32_t x)
+{
+    const sn_trace_call *e = sn_wstep(&b->w, p);
+    if (!sn_exact(e))
+        return 0;
+    const sn_trace_access *a = sn_acc(b->t, e);
+    int reads_x = 0, weight = 0;
+    for (int j = 0; j < e->nacc; j++) {
+        if (!(a[j].mode & SN_ACC_R) || (a[j].mode & SN_ACC_SCRATCH))
+            continue;
+        reads_x |= a[j].tensor == x;
+        weight |= b->is_weight[a[j].tensor] != 0;
+    }
+    return reads_x && weight;
+}
+
 /* The layer a call of the forward pass belongs to: a step's own; a copy
  * from the host, the data layer's, unless it lands inside a layer that
- * has already begun: a constant the framework sends again just before the
- * step that uses it (Caffe's inner product sets its bias multiplier on
- * the host at every reshape and copies it before the bias GEMM), which is
- * that layer's, like its weights, not an input from the data. */
+ * has already begun, just before a step reading it with a weight: a
+ * constant the framework sends again before the step that uses it
+ * (Caffe's inner product sets its bias multiplier on the host at every
+ * reshape and copies it before the GEMM adding the bias), which is that
+ * layer's, like its weights, not an input from the data. (Caffe's labels
+ * too arrive inside the loss layer, read by its kernel: data.) */
 static int sn_call_layer(const sn_build *b, uint64_t c, int *pos)
 {
     int is_step = sn_call_step(b, c, pos);
     if (is_step)
         return b->layer_of[*pos];
     int l = *pos >= 0 && *pos < b->P ? b->layer_of[*pos] : -1;
-    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos &&
-        b->t->calls[c].op == SN_OP_MEMCPY_H2D)
+    const sn_trace_call *e = &b->t->calls[c];
+    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos && e->op == SN_OP_MEMCPY_H2D &&
+        e->nacc > 0 && sn_reads_with_weight(b, *pos, sn_acc(b->t, e)[0].tensor))
         return l;
     return b->data_layer;
 }
@@ -1438,6 +1459,8 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
             start_new = 1;
         else if (f->tail[s])
             start_new = 0;
+        else if (m->layers[cur].cls == CLS_SOFTMAX && e->op == SN_OP_KERNEL && e->algo == SN_KK_LOSS)
+            start_new = 0; /* a loss kernel on the softmax's output: one layer (Caffe's SoftmaxWithLoss) */
         else
             start_new = sn_optional_cut(b, f, cur_from, s);
         if (start_new) {
