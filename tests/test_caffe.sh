@@ -6,10 +6,10 @@
 # convolutions and dropout, an inception block, residual blocks with
 # BatchNorm and Scale, VGG stacks, deconvolution, and the LMDB Data layer
 # and HDF5Data on files the test writes), six iterations each and a
-# snapshot, on the simulated device with compute off (CAFFE_COMPUTE, the
-# simulator's SIMGPU_COMPUTE): Caffe's own kernels have no CPU body there,
-# so the runs keep the accounting, the timeline and every
-# cuDNN/cuBLAS/cuRAND call but no arithmetic. Per net:
+# snapshot, on the simulated device with compute off (CAFFE_COMPUTE=0, the
+# simulator's SIMGPU_COMPUTE; CAFFE_COMPUTE=libs computes): Caffe's own
+# kernels have no CPU body there, so the runs keep the accounting, the
+# timeline and every cuDNN/cuBLAS/cuRAND call but no arithmetic. Per net:
 #  - alone: exit 0, the iterations' losses and Optimization Done, no
 #    simulator fault or warning, both snapshot files;
 #  - trace mode: the same log (times, dates and thread ids masked) and the
@@ -45,7 +45,9 @@ caffe=$build
 # The simulator's compute mode for every run: 0, no arithmetic and no
 # copies (the losses come from buffers nothing wrote, the snapshots hold
 # the fillers' weights: the same in every run, which is what the
-# comparisons need).
+# comparisons need); libs, the libraries compute and Caffe's kernels run
+# stand-ins, so that the snapshots depend on every byte libsn moved
+# (about seven times slower).
 compute=${CAFFE_COMPUTE:-0}
 iters=6
 nets=(tiny lenet cifar alexnet inception resnet vgg deconv lmdb hdf5)

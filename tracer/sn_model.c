@@ -145,6 +145,18 @@ static int sn_changes(const sn_trace_call *e, uint8_t mode)
     return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_W) || !sn_exact(e));
 }
 
+/* A write the model may believe: an exact call's, or a kernel's through a
+ * parameter its mangled name declares writable (SN_ACC_OUT: Caffe's
+ * dropout writes its output in place; what it reads through a pointer to
+ * const it leaves alone). Only the layer graph uses it: passes and plans
+ * keep taking every kernel access as a possible write. */
+static int sn_model_writes(const sn_trace_call *e, uint8_t mode)
+{
+    if (mode & SN_ACC_SCRATCH)
+        return 0;
+    return sn_exact(e) ? (mode & SN_ACC_W) != 0 : (mode & SN_ACC_OUT) != 0;
+}
+
 /* ---- helpers over the log -------------------------------------------------------- */
 
 static size_t sn_count(long n)
@@ -1139,20 +1151,41 @@ static int sn_call_step(const sn_build *b, uint64_t c, int *pos)
     return (b->t->calls[c].flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)*pos] == c;
 }
 
+/* Whether the step at position p reads, exactly, both tensor x and a
+ * weight. */
+static int sn_reads_with_weight(const sn_build *b, int p, uint32_t x)
+{
+    const sn_trace_call *e = sn_wstep(&b->w, p);
+    if (!sn_exact(e))
+        return 0;
+    const sn_trace_access *a = sn_acc(b->t, e);
+    int reads_x = 0, weight = 0;
+    for (int j = 0; j < e->nacc; j++) {
+        if (!(a[j].mode & SN_ACC_R) || (a[j].mode & SN_ACC_SCRATCH))
+            continue;
+        reads_x |= a[j].tensor == x;
+        weight |= b->is_weight[a[j].tensor] != 0;
+    }
+    return reads_x && weight;
+}
+
 /* The layer a call of the forward pass belongs to: a step's own; a copy
  * from the host, the data layer's, unless it lands inside a layer that
- * has already begun: a constant the framework sends again just before the
- * step that uses it (Caffe's inner product sets its bias multiplier on
- * the host at every reshape and copies it before the bias GEMM), which is
- * that layer's, like its weights, not an input from the data. */
+ * has already begun, just before a step reading it with a weight: a
+ * constant the framework sends again before the step that uses it
+ * (Caffe's inner product sets its bias multiplier on the host at every
+ * reshape and copies it before the GEMM adding the bias), which is that
+ * layer's, like its weights, not an input from the data. (Caffe's labels
+ * too arrive inside the loss layer, read by its kernel: data.) */
 static int sn_call_layer(const sn_build *b, uint64_t c, int *pos)
 {
     int is_step = sn_call_step(b, c, pos);
     if (is_step)
         return b->layer_of[*pos];
     int l = *pos >= 0 && *pos < b->P ? b->layer_of[*pos] : -1;
-    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos &&
-        b->t->calls[c].op == SN_OP_MEMCPY_H2D)
+    const sn_trace_call *e = &b->t->calls[c];
+    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos && e->op == SN_OP_MEMCPY_H2D &&
+        e->nacc > 0 && sn_reads_with_weight(b, *pos, sn_acc(b->t, e)[0].tensor))
         return l;
     return b->data_layer;
 }
@@ -1426,6 +1459,8 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
             start_new = 1;
         else if (f->tail[s])
             start_new = 0;
+        else if (m->layers[cur].cls == CLS_SOFTMAX && e->op == SN_OP_KERNEL && e->algo == SN_KK_LOSS)
+            start_new = 0; /* a loss kernel on the softmax's output: one layer (Caffe's SoftmaxWithLoss) */
         else
             start_new = sn_optional_cut(b, f, cur_from, s);
         if (start_new) {
@@ -1542,7 +1577,7 @@ static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
                 continue;
             /* a kernel's access is not evidence of a write: it claims only
              * what nothing claimed before */
-            if (own[x] < 0 || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !b->is_weight[x]))
+            if (own[x] < 0 || (sn_model_writes(e, a[j].mode) && !b->is_weight[x]))
                 own[x] = l;
         }
     }
@@ -1627,7 +1662,7 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
             if (f->value[x] && l >= 0 && !(a[j].mode & SN_ACC_SCRATCH) &&
-                ((sn_exact(e) && (a[j].mode & SN_ACC_W)) || b->producer[x] < 0)) {
+                (sn_model_writes(e, a[j].mode) || b->producer[x] < 0)) {
                 /* a convolution's output stays one when a ReLU then works
                  * on it in place (for the offloading what-if) */
                 if (b->producer[x] < 0 && is_step && !f->init[p] && b->m->layers[l].cls == CLS_CONV)
@@ -1667,11 +1702,35 @@ static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
                     b->producer[x] = l;
                 }
             }
-            if (value[x] == 2 && l >= 0 && sn_exact(e) && (a[j].mode & SN_ACC_W))
+            if (value[x] == 2 && l >= 0 && sn_model_writes(e, a[j].mode))
                 b->producer[x] = l;
         }
     }
     free(seen);
+}
+
+/* Layers working in place on one buffer own it one after the other, the
+ * last one at the end (Caffe's ReLU, then its dropout, on one blob): a
+ * cuDNN backward step of a class that layer does not have belongs to the
+ * nearest layer of its class up the chain of single inputs, if any (the
+ * ReLU's backward reads the blob the dropout owns last). */
+static int sn_inplace_match(const sn_build *b, const sn_edges *E, int l, int cls)
+{
+    if (cls != CLS_ACT && cls != CLS_POOL && cls != CLS_LRN && cls != CLS_DROPOUT && cls != CLS_SOFTMAX &&
+        cls != CLS_BN)
+        return l;
+    for (int hop = 0, at = l; hop < 4 && at >= 0; hop++) {
+        if (b->m->layers[at].cls == cls)
+            return at;
+        int in = -1, n = 0;
+        for (int x = 0; x < E->n; x++)
+            if (E->v[x].consumer == at && E->v[x].producer >= 0 && E->v[x].producer != in) {
+                in = E->v[x].producer;
+                n++;
+            }
+        at = n == 1 && in != b->data_layer ? in : -1;
+    }
+    return l;
 }
 
 /* The layer a backward step of pass p belongs to: the latest layer among
@@ -1705,7 +1764,7 @@ static int sn_backward_layer(sn_build *b, int s, const int *own, const sn_edges 
             best = own[x];
     }
     if (best >= 0)
-        return best;
+        return sn_inplace_match(b, E, best, sn_dnn_class(e->op));
     const int *wr = sn_wwr(&b->w, e);
     /* a kernel making a gradient the backward pass had not written yet
      * (fills aside) passes it on to the next layer down */
