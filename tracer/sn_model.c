@@ -144,7 +144,6 @@ static int sn_changes(const sn_trace_call *e, uint8_t mode)
 {
     return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_W) || !sn_exact(e));
 }
-
 /* A write the model may believe: an exact call's, or a kernel's through a
  * parameter its mangled name declares writable (SN_ACC_OUT: Caffe's
  * dropout writes its output in place; what it reads through a pointer to
@@ -300,10 +299,24 @@ static int sn_cmp_int(const void *a, const void *b)
 }
 
 /* The steps whose result the host reads: the writers of what a copy to the
- * host reads, and cuBLAS reductions into host memory. Sorted, unique. */
-static int sn_host_reads(const sn_win *w, int *out)
+ * host reads, and cuBLAS reductions into host memory. Sorted, unique. A
+ * buffer the window also copies from the host is state the host keeps on
+ * both sides, not a result: Caffe's batch normalisation scales its
+ * moving-average factor on the host in every forward pass (a copy back
+ * after the update's axpy wrote it), and its prefetch thread reads a batch
+ * buffer back before refilling it (after the loss kernel touched the
+ * labels). scratch holds a byte per trace tensor. */
+static int sn_host_reads(const sn_win *w, int *out, char *scratch)
 {
     const sn_trace *t = w->t;
+    char *to_device = scratch;
+    memset(to_device, 0, t->ntensors);
+    for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (sn_ok(e) && e->op == SN_OP_MEMCPY_H2D)
+            for (int j = 0; j < e->nacc; j++)
+                to_device[sn_acc(t, e)[j].tensor] = 1;
+    }
     int k = 0;
     for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
         const sn_trace_call *e = &t->calls[c];
@@ -316,7 +329,8 @@ static int sn_host_reads(const sn_win *w, int *out)
              * the program reads back after training is not a loss) */
             int after = c > w->step_call[w->s0 + (size_t)w->n - 1];
             for (int j = 0; j < e->nacc; j++)
-                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0 && (!after || wr[j] == w->n - 1))
+                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0 && (!after || wr[j] == w->n - 1) &&
+                    !to_device[a[j].tensor])
                     out[k++] = wr[j];
         } else if ((e->flags & SN_TC_STEP) && sn_host_reduction(t, e)) {
             out[k++] = w->pos[c - w->call_lo];
@@ -779,7 +793,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     if (!cand || !need || !mark || !seen || !computed)
         goto done;
     sn_computed_tensors(w, computed);
-    int ncand = sn_host_reads(w, cand);
+    int ncand = sn_host_reads(w, cand, mark);
     if (ncand == 0)
         ncand = sn_sinks(w, P, cand);
     if (ncand == 0)
