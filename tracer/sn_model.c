@@ -528,13 +528,52 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
         input[x] = (input[x] & 1) && (input[x] & 6) ? 1 : seen[x] == 1 ? 2 : 0;
 }
 
+/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
+ * per window step, whether it leads to the result (need); per trace
+ * tensor, the previous pass's marks from sn_pass_inputs (input) and that
+ * function's own scratch (seen). */
+typedef struct sn_pass_scratch {
+    char *need, *input, *seen;
+    const char *computed; /* per trace tensor: sn_computed_tensors */
+} sn_pass_scratch;
+
+/* Whether a step in [from, to) reads tensor x (a copy at position from
+ * lands before that position's step). */
+static int sn_read_between(const sn_win *w, uint32_t x, int from, int to)
+{
+    for (int r = from; r < to; r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        const sn_trace_access *a = sn_acc(w->t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if (a[j].tensor == x && sn_uses(e, a[j].mode))
+                return 1;
+    }
+    return 0;
+}
+
+/* Whether a copy from the host writes tensor x after step r, up to step c. */
+static int sn_copied_between(const sn_win *w, uint32_t x, int r, int c)
+{
+    for (uint64_t k = w->step_call[w->s0 + (size_t)r] + 1; k <= w->step_call[w->s0 + (size_t)c]; k++) {
+        const sn_trace_call *e = &w->t->calls[k];
+        if (e->op != SN_OP_MEMCPY_H2D || !sn_ok(e))
+            continue;
+        for (int j = 0; j < e->nacc; j++)
+            if (sn_acc(w->t, e)[j].tensor == x)
+                return 1;
+    }
+    return 0;
+}
+
 /* Where a forward pass ending at c begins when nothing is known about the
  * one before it, other than that it ended before lo: at the last arrival
  * of data in [lo, c] used on the way to c (a copy from the host, or a
  * device copy of what came from outside the window's computation). With
  * none, at lo when anyway is set, else -1. */
-static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, char *need)
+static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, const sn_pass_scratch *sc)
 {
+    char *need = sc->need;
+    const char *computed = sc->computed;
     const sn_trace *t = w->t;
     for (int r = 0; r <= c; r++)
         need[r] = 0;
@@ -579,6 +618,30 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earli
             }
         }
     }
+    /* data a prefetch thread copied before lo (Caffe's Data layer hands
+     * its forward pass a buffer filled on another stream iterations ago,
+     * maybe before the window began):
+     * the pass begins at the first step on the way to c that reads it for
+     * the first time since it arrived (the backward pass before reads the
+     * previous batch, which its forward pass read already) and before
+     * the host refills it (one buffer for every batch: the backward pass
+     * read the last batch, and the next arrives in the same buffer) */
+    for (int r = lo; earliest && r <= c && (best < 0 || r < best); r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        if (!need[r] || !sn_exact(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        const int *wr = sn_wwr(w, e);
+        for (int j = 0; j < e->nacc && best != r; j++) {
+            /* copied before lo, or before the window began, and never
+             * written by a step (not a weight, whatever wrote it last) */
+            int at = wr[j] == -1 ? 0 : wr[j] <= -3 ? -3 - wr[j] : lo;
+            if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_SCRATCH) && at < lo &&
+                !computed[a[j].tensor] && !sn_read_between(w, a[j].tensor, at, r) &&
+                !sn_copied_between(w, a[j].tensor, r, c))
+                best = r;
+        }
+    }
     if (best < 0)
         return anyway ? lo : -1;
     /* data arrives by a few copies in a row (images, labels) */
@@ -597,14 +660,6 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earli
     return best;
 }
 
-/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
- * per window step, whether it leads to the result (need); per trace
- * tensor, the previous pass's marks from sn_pass_inputs (input) and that
- * function's own scratch (seen). */
-typedef struct sn_pass_scratch {
-    char *need, *input, *seen;
-    const char *computed; /* per trace tensor: sn_computed_tensors */
-} sn_pass_scratch;
 
 /* Where a forward pass ending at c begins, the previous one having begun
  * at s_prev and ended at T_prev (-1: none known): the first position q
@@ -825,7 +880,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
             continue;
         }
         int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &sc)
-                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, need);
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, &sc);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
             i = 0;
