@@ -21,7 +21,10 @@
 #     CAFFE_SRC; tools/caffe.sh, docs/caffe.md): `caffe train` on a nine-layer
 #     net (16 MiB at its peak) on a 14 MiB device. Caffe alone stops on its
 #     own out-of-memory check; under libsn it trains and saves the same
-#     snapshot bytes as on a big device. The first build of Caffe takes a
+#     snapshot bytes as on a big device. The simulator computes cuDNN,
+#     cuBLAS and cuRAND for real and stands in for Caffe's own kernels
+#     (SIMGPU_COMPUTE=libs, docs/sim-runtime.md), so the weights depend on
+#     every byte libsn moved. The first build of Caffe takes a
 #     quarter of an hour on two cores (cached per machine after);
 #     DEMO_CAFFE=0 leaves this part out.
 set -u
@@ -149,7 +152,7 @@ if [ "${DEMO_CAFFE:-1}" != 0 ] && [ -f "$LIBSN" ]; then
         tiny_net "$dir"
         run() {  # run NAME MEM [libsn]: caffe train in $dir/NAME on a device of MEM
             mkdir -p "$dir/$1"
-            (cd "$dir/$1" && env GLOG_logtostderr=1 SIMGPU_COMPUTE=0 SIMGPU_MEM="$2" \
+            (cd "$dir/$1" && env GLOG_logtostderr=1 SIMGPU_COMPUTE=libs SIMGPU_MEM="$2" \
                 ${3:+SIMGPU_GRANULARITY=64K SN_REPORT="$dir/$1.report" LD_PRELOAD="$LIBSN"} \
                 "$caffe" train --solver="$dir/solver.prototxt" --gpu=0 >"$dir/$1.out" 2>&1)
         }

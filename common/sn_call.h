@@ -19,6 +19,12 @@ enum sn_access_mode {
     SN_WRITE = 2,
     SN_OVERWRITE = 4,  /* writes every byte of the range without reading it */
     SN_SCRATCH = 8,    /* workspace: contents meaningless before and after */
+    /* A kernel's pointer parameter whose declared type (its mangled name,
+     * common/sn_mangle.h) is a pointer to const (IN) or one it may write
+     * through (OUT). For the trace model only: the range stays read and
+     * written, so the manager moves what it would without them. */
+    SN_DECLARED_IN = 16,
+    SN_DECLARED_OUT = 32,
 };
 
 enum sn_op {

@@ -9,13 +9,46 @@
  * The name also says what a framework's own kernel does, which the trace
  * report uses to name the layer it makes (Caffe's `MaxPoolForward` is max
  * pooling, Darknet's `forward_maxpool_layer_kernel` too): sn_kernel_kind.
- * Pure, no state: common/ vocabulary.
+ * And it says which pointer parameters a kernel only reads: `PK...` (a
+ * pointer to const) is read-only, `P...` may be written (sn_mangled_params,
+ * common/sn_mangle.c). The fat binary's metadata gives offsets and sizes
+ * but no types. Two users: the simulator's stand-in for a kernel without a
+ * CPU body (SIMGPU_COMPUTE=libs writes only through what the kernel may
+ * write) and libsn's trace model (an in-place kernel layer, such as
+ * Caffe's dropout, produces the buffer it writes). libsn never moves less
+ * memory because of it: a kernel's ranges stay read and written for the
+ * manager.
+ * Pure, no state: common/ vocabulary, which the simulator may share since
+ * it holds nothing of libsn's behaviour.
  */
 #ifndef SN_MANGLE_H
 #define SN_MANGLE_H
 
 #include <stddef.h>
 #include <strings.h>
+
+enum sn_pkind {
+    SN_PARAM_VALUE = 0,  /* passed by value (a scalar, a struct, an enum) */
+    SN_PARAM_IN = 1,     /* pointer to const: the kernel only reads through it */
+    SN_PARAM_OUT = 2,    /* pointer the kernel may write through */
+};
+
+/* What a pointer points to, as far as a value written through it must
+ * care: an integer element gets a small integer, anything else a float. */
+enum sn_pelem { SN_ELEM_OTHER = 0, SN_ELEM_INT = 1, SN_ELEM_BOOL = 2 };
+
+struct sn_ptype {
+    unsigned char kind;   /* enum sn_pkind */
+    unsigned char elem;   /* enum sn_pelem, for pointers */
+};
+
+/* Parses the parameter list of the function whose mangled name is NAME
+ * ("_Z..."): the number of parameters, their types in out[0..n), or -1
+ * when the name is not a mangled function name this parser understands
+ * (an extern "C" name, a local or lambda type, an expression in a template
+ * argument, a parameter pack, more than max parameters). Never a guess:
+ * -1 means every pointer must be taken as written. */
+int sn_mangled_params(const char *name, struct sn_ptype *out, int max);
 
 /* What a kernel's name says it computes, for naming layers only: never
  * used to describe what the kernel touches. 0: nothing known. */

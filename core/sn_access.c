@@ -83,7 +83,7 @@ sn_access_result sn_access_resolve_locked(sn_registry *reg, const sn_call *c, sn
                 continue;
             }
             uint32_t id = a->trace_id;
-            uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH));
+            uint8_t mode = (uint8_t)(r->mode & (SN_READ | SN_WRITE | SN_SCRATCH | SN_DECLARED_IN | SN_DECLARED_OUT));
             if ((r->mode & SN_OVERWRITE) && r->addr <= a->base && r->addr + r->bytes >= a->base + a->size)
                 mode |= SN_ACC_KILL;
             int k = 0;

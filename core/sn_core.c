@@ -706,6 +706,8 @@ typedef struct sn_kernel_layout {
     const void *func;
     int nparams;          /* -1: layout unknown */
     int kind;             /* what its name says it computes (sn_kernel_kind) */
+    unsigned char *declared; /* per parameter, SN_DECLARED_IN/OUT from its mangled
+                                name, 0 by value; NULL: the name says nothing */
     uint32_t *size;       /* nparams sizes, in order */
     uint32_t *off;        /* ... and offsets in the packed buffer (a driver launch's extra) */
     UT_hash_handle hh;
@@ -732,6 +734,25 @@ static const char *sn_kernel_name(const void *func, int driver)
         }
     }
     return name;
+}
+
+/* What the kernel's mangled name declares of each parameter, when it
+ * names as many parameters as the layout has. */
+static void sn_kernel_declared(sn_kernel_layout *k, const char *name)
+{
+    if (k->nparams <= 0 || !name)
+        return;
+    struct sn_ptype small[64], *sig = k->nparams <= 64 ? small : malloc((size_t)k->nparams * sizeof *sig);
+    unsigned char *d = sig ? malloc((size_t)k->nparams) : NULL;
+    if (d && sn_mangled_params(name, sig, k->nparams) == k->nparams) {
+        for (int i = 0; i < k->nparams; i++)
+            d[i] = sig[i].kind == SN_PARAM_IN ? SN_DECLARED_IN : sig[i].kind == SN_PARAM_OUT ? SN_DECLARED_OUT : 0;
+        k->declared = d;
+        d = NULL;
+    }
+    free(d);
+    if (sig != small)
+        free(sig);
 }
 
 /* Reads the layout with cudaFuncGetParamInfo; the probe past the last
@@ -789,6 +810,7 @@ static sn_kernel_layout *sn_kernel_probe(const void *func, int driver)
     }
     if (n == SN_MAX_KPARAMS)
         k->nparams = -1;
+    sn_kernel_declared(k, name);
     return k;
 }
 
@@ -1017,16 +1039,22 @@ static inline __attribute__((always_inline)) void sn_kernel_args(sn_call *c, con
         if (!arg)
             continue;
         c->params = sn_hash_mix(c->params, k->size[i]);
+        unsigned mode = SN_READ | SN_WRITE | (k->declared ? k->declared[i] : 0u);
         for (uint32_t w = 0; w + sizeof(uintptr_t) <= k->size[i]; w += sizeof(uintptr_t)) {
             uintptr_t v;
             memcpy(&v, arg + w, sizeof v);
             const sn_word_cached *a = v ? sn_kernel_word(v, gen, &locked) : NULL;
             if (a && a->base) {
                 int dup = 0;
-                for (int r = 0; r < c->nranges; r++)
-                    dup |= sn_call_range_get(c, r)->addr == a->base;
+                for (int r = 0; r < c->nranges && !dup; r++) {
+                    sn_range *g = sn_call_range_at(c, r);
+                    if (g->addr == a->base) {
+                        g->mode |= mode;
+                        dup = 1;
+                    }
+                }
                 if (!dup)
-                    sn_call_range(c, (void *)a->base, a->size, SN_READ | SN_WRITE);
+                    sn_call_range(c, (void *)a->base, a->size, mode);
                 if (__builtin_expect(a->stored, 0))
                     sn_kernel_stored(c, a->base, gen, &locked);
             }

@@ -5,7 +5,7 @@
 TRACER_SRC := tracer/sn_trace.c tracer/sn_period.c tracer/sn_whatif.c tracer/sn_model.c \
               tracer/sn_planmodel.c tracer/sn_report.c tracer/sn_timeline.c tracer/sn_plot.c tracer/sn_output.c
 LIBSN_SRC := common/sn_log.c common/sn_options.c common/sn_resolve.c shim/sn_init.c \
-             common/sn_lock.c core/sn_registry.c common/sn_extent.c core/sn_access.c shim/sn_describe.c core/sn_convsearch.c core/sn_core.c core/sn_graphs.c common/sn_capture.c \
+             common/sn_lock.c common/sn_mangle.c core/sn_registry.c common/sn_extent.c core/sn_access.c shim/sn_describe.c core/sn_convsearch.c core/sn_core.c core/sn_graphs.c common/sn_capture.c \
              manage/sn_exec.c manage/sn_planner.c manage/sn_manage.c \
              shim/hooks_plain.c shim/hooks_alloc.c shim/hooks_driver.c shim/hooks_drvcopy.c shim/hooks_cudart.c shim/hooks_cudnn.c \
              shim/hooks_cublas.c shim/hooks_curand.c shim/hooks_drvlaunch.c allocator/sn_arena.c allocator/sn_stage.c allocator/sn_gtbm.c common/sn_gtbm_class.c \

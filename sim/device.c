@@ -113,6 +113,24 @@ static int env_flag(const char *name, int def)
     return def;
 }
 
+/* SIMGPU_COMPUTE: what env_flag reads, or libs: compute in the libraries
+ * and in host-bodied kernels as with 1, and stand in for kernels without a
+ * CPU body (sim/standin.c). */
+static void env_compute(void)
+{
+    const char *v = getenv("SIMGPU_COMPUTE");
+    g_sim.standin = v && !strcmp(v, "libs");
+    if (g_sim.standin)
+        g_sim.compute = 1;
+    else if (v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no") && strcmp(v, "false") &&
+             strcmp(v, "1") && strcmp(v, "on") && strcmp(v, "yes") && strcmp(v, "true")) {
+        simgpu_log("SIMGPU_COMPUTE=%s not understood (use 0, 1 or libs); using 1", v);
+        g_sim.compute = 1;
+    } else {
+        g_sim.compute = env_flag("SIMGPU_COMPUTE", 1);
+    }
+}
+
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 static void print_stats(void);
@@ -191,7 +209,7 @@ static void do_init(void)
         if (!found)
             simgpu_log("SIMGPU_PROFILE=%s unknown (k40, titanx, v100, h100); using k40", pname);
     }
-    g_sim.compute = env_flag("SIMGPU_COMPUTE", 1);
+    env_compute();
     g_sim.vmm = env_flag("SIMGPU_VMM", 1);
     g_sim.stats = env_flag("SIMGPU_STATS", 0);
     const char *fa = getenv("SIMGPU_FAULT_ALLOC");
@@ -263,6 +281,7 @@ static void do_init(void)
 void simgpu_init(void) { pthread_once(&g_once, do_init); }
 int simgpu_device_count(void) { simgpu_init(); return g_sim.ndev; }
 int simgpu_compute_enabled(void) { simgpu_init(); return g_sim.compute; }
+int simgpu_kernel_standin(void) { simgpu_init(); return g_sim.standin; }
 int simgpu_vmm_supported(void) { simgpu_init(); return g_sim.vmm; }
 const simgpu_profile *simgpu_profile_of(int dev) { simgpu_init(); return g_sim.dev[dev].prof; }
 size_t simgpu_capacity(int dev) { simgpu_init(); return g_sim.dev[dev].capacity; }
@@ -655,7 +674,8 @@ static void print_stats(void)
         simgpu_get_stats(i, &s);
         const simgpu_profile *p = g_sim.dev[i].prof;
         simgpu_log("device %d (%s, %.2f GiB%s): %llu ops, end %.3f ms", i, p->name,
-                   g_sim.dev[i].capacity / 1073741824.0, g_sim.compute ? "" : ", compute off",
+                   g_sim.dev[i].capacity / 1073741824.0,
+                   g_sim.standin ? ", compute libs" : g_sim.compute ? "" : ", compute off",
                    (unsigned long long)s.ops, s.end_ns / 1e6);
         simgpu_log("  busy ms: compute %.3f  copy-h2d %.3f  copy-d2h %.3f", s.busy_ns[0] / 1e6,
                    s.busy_ns[1] / 1e6, s.busy_ns[2] / 1e6);

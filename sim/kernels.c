@@ -6,7 +6,8 @@
  * __cudaRegisterFunction) have no CPU implementation: with SIMGPU_COMPUTE=0
  * their launches are modelled with a nominal duration, so nvcc-built programs
  * load and run for timing and memory studies; with compute on they fail the
- * way CUDA reports a missing kernel image. Their parameter layouts come from
+ * way CUDA reports a missing kernel image; with SIMGPU_COMPUTE=libs the
+ * driver runs a deterministic stand-in for them (sim/standin.c). Their parameter layouts come from
  * the fat binary's metadata (sim/fatbin.c), read when first asked for, as
  * the real driver's cudaFuncGetParamInfo answers. Host functions registered
  * through sim/simgpu.h are real: they run in stream order on the CPU and
@@ -217,7 +218,7 @@ static cudaError_t launch(const void *func, dim3 grid, dim3 block, void **args, 
         return simrt_fail(cudaErrorInvalidConfiguration);
     if (simgpu_stream_check((CUstream)s) != CUDA_SUCCESS)
         return simrt_fail(cudaErrorInvalidResourceHandle);
-    if (!simgpu_func_has_body(f) && simgpu_compute_enabled())
+    if (!simgpu_func_has_body(f) && simgpu_compute_enabled() && !simgpu_kernel_standin())
         return simrt_fail(cudaErrorNoKernelImageForDevice);
     drv_init();
     if (!drv.launch)

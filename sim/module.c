@@ -16,8 +16,11 @@
  * functions run in stream order on the CPU; an nvcc fat binary, a bare cubin
  * (ELF) or PTX text, whose kernels have no body: with SIMGPU_COMPUTE=0 their
  * launches are modelled with a nominal duration, with compute on they fail
- * as CUDA does for a missing kernel image. Their parameter layouts come from
- * the image's metadata (sim/fatbin.c). A module's functions stay allocated
+ * as CUDA does for a missing kernel image, and with SIMGPU_COMPUTE=libs a
+ * deterministic stand-in runs in their place for the same nominal
+ * duration (sim/standin.c). Their parameter layouts come from the image's
+ * metadata (sim/fatbin.c), their parameter types, for the stand-in, from
+ * their mangled names (common/sn_mangle.c). A module's functions stay allocated
  * after cuModuleUnload (the handles are refused, but a graph that captured a
  * launch still holds its node).
  */
@@ -29,6 +32,7 @@
 #include <uthash.h>
 
 #include "sim/fatbin.h"
+#include "common/sn_mangle.h"
 #include "sim/simgpu.h"
 #include "sim/simgraph.h"
 #include "sim/simint.h"
@@ -73,6 +77,11 @@ struct CUfunc_st {
     struct CUmod_st *mod;         /* where its layout comes from, while loaded */
     int nparams;
     struct simfb_param *params;
+    /* What the mangled name says of the parameters, read for the stand-in
+     * of SIMGPU_COMPUTE=libs: nsig of them (LAYOUT_UNREAD before it is
+     * read, LAYOUT_UNKNOWN when the name does not match the layout). */
+    int nsig;
+    struct sn_ptype *sig;
     UT_hash_handle hh;            /* g_funcs */
     UT_hash_handle hk;            /* g_keys */
 };
@@ -114,6 +123,7 @@ static struct CUfunc_st *func_new_locked(const char *symbol, int kind)
     f->self = f;
     f->kind = kind;
     f->nparams = LAYOUT_UNKNOWN;
+    f->nsig = LAYOUT_UNREAD;
     if (symbol && !(f->symbol = strdup(symbol))) {
         free(f);
         return NULL;
@@ -180,6 +190,31 @@ static void read_layout_locked(struct CUfunc_st *f)
         m->meta = simfb_load(m->wrapper);
     }
     f->nparams = m->meta && f->symbol ? simfb_params(m->meta, f->symbol, &f->params) : LAYOUT_UNKNOWN;
+}
+
+/* Reads what a kernel's mangled name says of its parameters, once, after
+ * its layout; kept only when it names as many parameters as the layout
+ * has, with every pointer 8 bytes wide. */
+static void read_sig_locked(struct CUfunc_st *f)
+{
+    if (f->nsig != LAYOUT_UNREAD)
+        return;
+    f->nsig = LAYOUT_UNKNOWN;
+    if (!f->symbol || f->nparams <= 0)
+        return;
+    struct sn_ptype *sig = calloc((size_t)f->nparams, sizeof *sig);
+    if (!sig)
+        return;
+    int n = sn_mangled_params(f->symbol, sig, f->nparams);
+    for (int i = 0; n == f->nparams && i < n; i++)
+        if (sig[i].kind != SN_PARAM_VALUE && f->params[i].size != sizeof(void *))
+            n = LAYOUT_UNKNOWN;
+    if (n != f->nparams) {
+        free(sig);
+        return;
+    }
+    f->sig = sig;
+    f->nsig = n;
 }
 
 /* ---- what the runtime registers (sim/kernels.c) ----------------------------- */
@@ -262,6 +297,9 @@ static struct CUfunc_st *key_entry_locked(const void *key, int kind, const char 
     free(f->params);
     f->params = NULL;
     f->nparams = LAYOUT_UNKNOWN;
+    free(f->sig);
+    f->sig = NULL;
+    f->nsig = LAYOUT_UNREAD;
     f->fn = NULL;
     return f;
 }
@@ -604,8 +642,24 @@ CUresult cuFuncGetName(const char **name, CUfunction func)
 
 /* ---- launches ----------------------------------------------------------------- */
 
-static void run_func(const struct CUfunc_st *f, dim3 grid, dim3 block, void **args, CUstream s)
+/* What a launch needs of its function besides the handle, read under
+ * g_mlock when the launch is issued. */
+struct launch_desc {
+    const char *symbol;                 /* the mangled name the stand-in hashes */
+    int nparams;                        /* 0 also when the layout is unknown */
+    const struct simfb_param *layout;
+    const struct sn_ptype *sig;        /* NULL: the name says nothing usable */
+};
+
+/* SIMGPU_COMPUTE=libs gives a kernel without a body a stand-in. */
+static int stands_in(const struct CUfunc_st *f) { return f->kind == FUNC_FATBIN && simgpu_kernel_standin(); }
+
+static void run_func(const struct CUfunc_st *f, const struct launch_desc *d, dim3 grid, dim3 block, void **args,
+                     CUstream s)
 {
+    /* Before the enqueue, which checks the accesses it declares. */
+    if (stands_in(f))
+        sim_standin_run(d->symbol ? d->symbol : f->name, f->name, d->nparams, d->layout, d->sig, args);
     simgpu_enqueue(s, SIMGPU_COMPUTE, SIM_KERNEL_NS, f->name);
     if (f->kind == FUNC_HOST && simgpu_compute_enabled())
         f->fn(args, grid, block);
@@ -613,42 +667,70 @@ static void run_func(const struct CUfunc_st *f, dim3 grid, dim3 block, void **ar
 
 /* A launch captured into a graph keeps a copy of its arguments, as CUDA
  * does: the caller's argument buffers may be gone by the time the graph
- * runs. Kernels without a body need none. */
+ * runs. A kernel without a body needs none, unless it has a stand-in,
+ * which also keeps a copy of the layout, the signature and the name (a
+ * function registered again frees its own). data holds the arguments at
+ * their offsets, then argv, the layout, the signature and the name. */
 struct launch_node {
     const struct CUfunc_st *f;
     dim3 grid, block;
-    void *argv[SIM_MAX_PARAMS];
-    unsigned char data[];
+    struct launch_desc d;
+    void **argv;
+    _Alignas(16) unsigned char data[];
 };
 
 static void run_launch_node(void *payload, CUstream s)
 {
     struct launch_node *n = payload;
-    run_func(n->f, n->grid, n->block, n->argv, s);
+    run_func(n->f, &n->d, n->grid, n->block, n->argv, s);
 }
 
-static CUresult capture_launch(const struct CUfunc_st *f, int nparams, const struct simfb_param *params,
-                               dim3 grid, dim3 block, void **args, CUstream s)
+static size_t round8(size_t v) { return (v + 7) & ~(size_t)7; }
+
+static CUresult capture_launch(const struct CUfunc_st *f, const struct launch_desc *d, dim3 grid, dim3 block,
+                               void **args, CUstream s)
 {
-    size_t bytes = 0;
-    int copy = f->kind == FUNC_HOST && args && nparams > 0;
-    if (copy)
-        bytes = params[nparams - 1].offset + params[nparams - 1].size;
+    size_t np = (size_t)d->nparams;
+    int copy = (f->kind == FUNC_HOST || stands_in(f)) && args && np > 0;
+    size_t argv_at = 0, layout_at = 0, sig_at = 0, name_at = 0;
+    if (copy) {
+        argv_at = round8((size_t)d->layout[np - 1].offset + d->layout[np - 1].size);
+        layout_at = argv_at + np * sizeof(void *);
+        sig_at = layout_at + np * sizeof *d->layout;
+        name_at = sig_at + (d->sig ? np * sizeof *d->sig : 0);
+    }
+    size_t name_len = stands_in(f) && d->symbol ? strlen(d->symbol) + 1 : 0;
+    size_t bytes = name_at + name_len;
     struct launch_node *n = calloc(1, sizeof *n + bytes);
     if (!n)
         return CUDA_ERROR_OUT_OF_MEMORY;
     n->f = f;
     n->grid = grid;
     n->block = block;
-    for (int i = 0; copy && i < nparams; i++) {
-        memcpy(n->data + params[i].offset, args[i], params[i].size);
-        n->argv[i] = n->data + params[i].offset;
+    if (copy) {
+        struct simfb_param *layout = (struct simfb_param *)(void *)(n->data + layout_at);
+        memcpy(layout, d->layout, np * sizeof *layout);
+        n->argv = (void **)(void *)(n->data + argv_at);
+        for (size_t i = 0; i < np; i++) {
+            memcpy(n->data + layout[i].offset, args[i], layout[i].size);
+            n->argv[i] = n->data + layout[i].offset;
+        }
+        n->d.nparams = d->nparams;
+        n->d.layout = layout;
+        if (d->sig) {
+            memcpy(n->data + sig_at, d->sig, np * sizeof *d->sig);
+            n->d.sig = (const struct sn_ptype *)(void *)(n->data + sig_at);
+        }
+    }
+    if (name_len) {
+        memcpy(n->data + name_at, d->symbol, name_len);
+        n->d.symbol = (const char *)(n->data + name_at);
     }
     return simgpu_capture_callback(s, run_launch_node, n, free, f->name);
 }
 
 /* The arguments of `extra`: pointers into the caller's parameter buffer at
- * the kernel's offsets. */
+ * the kernel's offsets, in argv (nparams of them). */
 static CUresult args_from_extra(void **extra, int nparams, const struct simfb_param *params, void **argv)
 {
     unsigned char *buf = NULL;
@@ -672,21 +754,56 @@ static CUresult args_from_extra(void **extra, int nparams, const struct simfb_pa
     return CUDA_SUCCESS;
 }
 
+/* The launch's checks after its arguments are known, then the work (or its
+ * node, on a capturing stream). */
+static CUresult issue(struct CUfunc_st *f, const struct launch_desc *d, dim3 grid, dim3 block, void **args,
+                      CUstream s, int cooperative)
+{
+    if (simgpu_stream_check(s) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (cooperative) {
+        /* Every block must be resident at once: at most 2048 threads and
+         * 32 blocks per multiprocessor (an upper bound; the real limit also
+         * depends on the kernel's registers and shared memory). */
+        unsigned long long threads = (unsigned long long)block.x * block.y * block.z;
+        unsigned long long per_sm = 2048 / ((threads + 31) / 32 * 32);
+        if (per_sm > 32)
+            per_sm = 32;
+        unsigned long long max = per_sm * (unsigned long long)simgpu_profile_of(simgpu_stream_device(s))->sm_count;
+        if ((unsigned long long)grid.x * grid.y * grid.z > max)
+            return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    }
+    if (f->kind == FUNC_FATBIN && simgpu_compute_enabled() && !simgpu_kernel_standin())
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    int record;
+    CUresult rc = simgpu_capture_check(s, &record);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (record)
+        return capture_launch(f, d, grid, block, args, s);
+    run_func(f, d, grid, block, args, s);
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                        unsigned bz, CUstream s, void **params, void **extra, int cooperative)
 {
     NEED(sim_need_ctx_for_stream(s));
     pthread_mutex_lock(&g_mlock);
     struct CUfunc_st *f = func_live_locked(func);
-    int nparams = 0;
-    const struct simfb_param *layout = NULL;
+    struct launch_desc d = {NULL, 0, NULL, NULL};
     if (f) {
         /* A fat-binary kernel's layout is read only when the launch needs
-         * it, as cudaFuncGetParamInfo reads it only when asked. */
-        if (extra)
+         * it (for `extra`, for the stand-in), as cudaFuncGetParamInfo
+         * reads it only when asked. */
+        if (extra || stands_in(f))
             read_layout_locked(f);
-        nparams = f->nparams > 0 ? f->nparams : 0;
-        layout = f->params;
+        if (stands_in(f))
+            read_sig_locked(f);
+        d.symbol = f->symbol;
+        d.nparams = f->nparams > 0 ? f->nparams : 0;
+        d.layout = f->params;
+        d.sig = f->nsig > 0 ? f->sig : NULL;
     }
     pthread_mutex_unlock(&g_mlock);
     if (!f)
@@ -696,41 +813,24 @@ static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz, u
         return CUDA_ERROR_INVALID_VALUE;
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
-    void *argv[SIM_MAX_PARAMS];
-    void **args = params;
-    if (extra) {
-        CUresult rc = args_from_extra(extra, nparams, layout, argv);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-        args = argv;
-    } else if (!params && f->kind == FUNC_HOST && nparams > 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (simgpu_stream_check(s) != CUDA_SUCCESS)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (cooperative) {
-        /* Every block must be resident at once: at most 2048 threads and
-         * 32 blocks per multiprocessor (an upper bound; the real limit also
-         * depends on the kernel's registers and shared memory). */
-        unsigned long long threads = (unsigned long long)bx * by * bz;
-        unsigned long long per_sm = 2048 / ((threads + 31) / 32 * 32);
-        if (per_sm > 32)
-            per_sm = 32;
-        unsigned long long max = per_sm * (unsigned long long)simgpu_profile_of(simgpu_stream_device(s))->sm_count;
-        if ((unsigned long long)gx * gy * gz > max)
-            return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-    }
-    if (f->kind == FUNC_FATBIN && simgpu_compute_enabled())
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
     dim3 grid = {gx, gy, gz}, block = {bx, by, bz};
-    int record;
-    CUresult rc = simgpu_capture_check(s, &record);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (record)
-        return capture_launch(f, nparams, layout, grid, block, args, s);
-    run_func(f, grid, block, args, s);
-    return CUDA_SUCCESS;
+    if (!extra) {
+        /* A kernel that runs something must be given its arguments. */
+        if (!params && (f->kind == FUNC_HOST || stands_in(f)) && d.nparams > 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        return issue(f, &d, grid, block, params, s, cooperative);
+    }
+    /* A fat-binary layout may have more parameters than a host kernel can. */
+    void *stack_argv[SIM_MAX_PARAMS];
+    void **argv = d.nparams <= SIM_MAX_PARAMS ? stack_argv : malloc((size_t)d.nparams * sizeof *argv);
+    if (!argv)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = args_from_extra(extra, d.nparams, d.layout, argv);
+    if (rc == CUDA_SUCCESS)
+        rc = issue(f, &d, grid, block, argv, s, cooperative);
+    if (argv != stack_argv)
+        free(argv);
+    return rc;
 }
 
 #define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)

@@ -2,7 +2,8 @@
 # cuDNN and cuBLAS have fragments of their own (sim/cudnn.mk, sim/cublas.mk).
 
 SIM_DRIVER_SRC := sim/device.c sim/context.c sim/ranges.c sim/vmm.c sim/timeline.c sim/ops.c sim/hazard.c \
-                  sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c sim/module.c sim/fatbin.c sim/drvops.c
+                  sim/pool.c sim/graph.c sim/driver.c sim/hostcost.c sim/module.c sim/fatbin.c sim/drvops.c \
+                  common/sn_mangle.c sim/standin.c
 SIM_RUNTIME_SRC := sim/runtime.c sim/kernels.c sim/rtgraph.c
 # Fat-binary entries nvcc compressed (zstd by default, LZ4 for
 # -compress-mode=speed) are unpacked with the Debian libraries.
@@ -35,3 +36,9 @@ ALL_TARGETS += $(BUILD)/sim_sample
 $(BUILD)/tests/test_sim_fatbin: $(BUILD)/tests/test_sim_fatbin.o $(BUILD)/sim/fatbin.o
 	$(CC) -o $@ $^ $(LDFLAGS) $(SIM_FATBIN_LIBS) -lcmocka
 TEST_BINS += $(BUILD)/tests/test_sim_fatbin
+
+# The reading of kernels' mangled names that SIMGPU_COMPUTE=libs's stand-in
+# relies on, with real names from Darknet, Caffe, CUB and nvcc.
+$(BUILD)/tests/test_mangle_params: $(BUILD)/tests/test_mangle_params.o $(BUILD)/common/sn_mangle.o
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+TEST_BINS += $(BUILD)/tests/test_mangle_params

@@ -66,7 +66,12 @@ enum simgpu_engine { SIMGPU_COMPUTE = 0, SIMGPU_COPY_H2D = 1, SIMGPU_COPY_D2H = 
 /* Idempotent, thread-safe initialisation from SIMGPU_* variables. */
 void simgpu_init(void);
 int simgpu_device_count(void);
-int simgpu_compute_enabled(void);       /* SIMGPU_COMPUTE (default 1) */
+/* SIMGPU_COMPUTE (default 1): 0 with compute off, 1 with compute on and
+ * with SIMGPU_COMPUTE=libs, under which the libraries and host-bodied
+ * kernels compute and a kernel without a CPU body runs a stand-in
+ * (simgpu_kernel_standin() is 1; docs/sim-runtime.md). */
+int simgpu_compute_enabled(void);
+int simgpu_kernel_standin(void);
 int simgpu_vmm_supported(void);         /* SIMGPU_VMM (default 1) */
 const simgpu_profile *simgpu_profile_of(int dev);
 size_t simgpu_capacity(int dev);

@@ -105,6 +105,7 @@ struct simgpu_device {
 struct simgpu_global {
     pthread_mutex_t lock;         /* recursive; guards everything here */
     int ndev, compute, vmm, stats;
+    int standin;                  /* SIMGPU_COMPUTE=libs (compute is 1 then) */
     size_t page_size;             /* the host's, set once at initialisation */
     size_t va_span;               /* SIMGPU_VA: each device's VMM address space (0: 32 times its memory) */
     struct simgpu_device dev[SIMGPU_MAX_DEVICES];
@@ -161,6 +162,16 @@ int sim_ctx_dev_of(CUcontext c);
  * completed by the host clock, down to the pool's release threshold: what
  * a synchronisation does (sim/pool.c). */
 void sim_pool_release_completed_locked(struct simgpu_device *d);
+/* SIMGPU_COMPUTE=libs: the stand-in for a launch of a kernel without a CPU
+ * body (sim/standin.c), with the kernel's mangled name, its parameter
+ * layout, what its name says of its parameters (NULL: nothing usable) and
+ * the launch's arguments. It declares its accesses for the ordering
+ * checks, so it runs before the launch's simgpu_enqueue; label names the
+ * kernel in their reports and must outlive the call. */
+struct simfb_param;
+struct sn_ptype;
+void sim_standin_run(const char *symbol, const char *label, int nparams, const struct simfb_param *layout,
+                     const struct sn_ptype *sig, void **args);
 /* Counts one device allocation attempt; 1 when fault injection says it must
  * fail. Caller holds g_sim.lock. */
 int sim_fault_alloc_locked(void);

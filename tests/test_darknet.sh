@@ -2,16 +2,21 @@
 # Darknet, a real framework built with nvcc (Debian's source, ported to
 # CUDA 13 / cuDNN 9 by tools/darknet.sh; docs/darknet.md), trains a small
 # classifier (tests/darknet/tiny.cfg) on a synthetic image set
-# (tests/darknet/make_data.py) on the simulated device with compute off:
-# its own kernels have no CPU body, so the run keeps the accounting, the
-# timeline and every cuDNN/cuBLAS call but no arithmetic, and the losses it
-# prints are those of buffers the device never wrote. Checked: alone it
-# exits 0 after the configured iterations, without a simulator fault; under
-# libsn in trace mode its output is the same (seconds masked), the report
-# finds the iteration, and every launch of darknet's kernels is seen
-# through the layout the fat binary gives; in manage mode the output is the
-# same again. Skipped, with the reason, where the source cannot be fetched
-# (not root and no deb-src entry, no network) or nvcc is missing.
+# (tests/darknet/make_data.py) on the simulated device with
+# SIMGPU_COMPUTE=libs: cuDNN, cuBLAS and cuRAND compute for real and each
+# of darknet's own kernels, which have no CPU body, runs a deterministic
+# stand-in that writes into the first word of its outputs a value derived
+# from its arguments and the first words of its inputs (docs/sim-runtime.md).
+# The weights saved therefore depend on the bytes every step read: a write
+# lost or a stale copy served by libsn changes them. Checked: alone it
+# exits 0 after the configured iterations, without a simulator fault, and
+# its losses are not all zero (data flowed); under libsn in trace mode its
+# output is the same (seconds masked), the report finds the iteration, and
+# every launch of darknet's kernels is seen through the layout the fat
+# binary gives; in manage mode, at the default budget and at half the
+# peak, the output and the weights are the same again. Skipped, with the
+# reason, where the source cannot be fetched (not root and no deb-src
+# entry, no network) or nvcc is missing.
 set -u
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +48,7 @@ run_darknet() {
     local name=$mode${budget:+-$budget}
     local dir="$tmp/$name"
     mkdir -p "$dir/backup"
-    local env=(SIMGPU_COMPUTE=0 SIMGPU_HAZARDS=fatal)
+    local env=(SIMGPU_COMPUTE=libs SIMGPU_HAZARDS=fatal)
     if [ "$mode" = none ]; then
         env+=(LD_PRELOAD="$SAN_PRELOAD")
     else
@@ -73,6 +78,11 @@ check "alone: $iters iterations, the last numbered $iters" \
     "[ \$(iterations none) -eq $iters ] && grep -q '^$iters, ' '$tmp/none.out'"
 check "alone: no simulator fault or warning" "! grep -q '^simgpu:' '$tmp/none.err'"
 check "alone: the final weights are saved" "[ -s '$tmp/none/backup/tiny.weights' ]"
+# Under SIMGPU_COMPUTE=0 every loss read back is 0; the stand-ins and the
+# libraries' arithmetic make them differ from it and from one another.
+losses() { grep -E '^[0-9]+, ' "$tmp/$1.out" | cut -d, -f3 | cut -d: -f2 | sort -u; }
+check "alone: the losses are computed (not all 0, not all alike: $(losses none | wc -l) distinct)" \
+    "[ \$(losses none | wc -l) -ge 2 ] && [ -n \"\$(losses none | grep -v '^ *0\.000000$')\" ]"
 
 run_darknet trace
 check "trace: exits 0" "[ \$(cat '$tmp/trace.rc') -eq 0 ]" || sed 's/^/# /' "$tmp/trace.err" | tail -n 20

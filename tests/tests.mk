@@ -9,6 +9,9 @@ $(BUILD)/tests/test_sim_runtime: $(BUILD)/tests/test_sim_runtime.o $(SIM_LIBS)
 TEST_BINS += $(BUILD)/tests/test_sim_runtime
 TEST_SCRIPTS += tests/test_sim_sample.sh
 TEST_SCRIPTS += tests/test_sim_nvcc.sh
+# SIMGPU_COMPUTE=libs: the stand-in for kernels without a CPU body, with an
+# nvcc-built program (tests/nvcc_libs.cu).
+TEST_SCRIPTS += tests/test_sim_libs.sh
 # Darknet from Debian's source, ported and built with nvcc by
 # tools/darknet.sh (about 25 s the first time, cached in cache/ and
 # build/darknet/ after), trains on the simulator with and without libsn.

@@ -144,6 +144,17 @@ static int sn_changes(const sn_trace_call *e, uint8_t mode)
 {
     return !(mode & SN_ACC_SCRATCH) && ((mode & SN_ACC_W) || !sn_exact(e));
 }
+/* A write the model may believe: an exact call's, or a kernel's through a
+ * parameter its mangled name declares writable (SN_ACC_OUT: Caffe's
+ * dropout writes its output in place; what it reads through a pointer to
+ * const it leaves alone). Only the layer graph uses it: passes and plans
+ * keep taking every kernel access as a possible write. */
+static int sn_model_writes(const sn_trace_call *e, uint8_t mode)
+{
+    if (mode & SN_ACC_SCRATCH)
+        return 0;
+    return sn_exact(e) ? (mode & SN_ACC_W) != 0 : (mode & SN_ACC_OUT) != 0;
+}
 
 /* ---- helpers over the log -------------------------------------------------------- */
 
@@ -288,10 +299,24 @@ static int sn_cmp_int(const void *a, const void *b)
 }
 
 /* The steps whose result the host reads: the writers of what a copy to the
- * host reads, and cuBLAS reductions into host memory. Sorted, unique. */
-static int sn_host_reads(const sn_win *w, int *out)
+ * host reads, and cuBLAS reductions into host memory. Sorted, unique. A
+ * buffer the window also copies from the host is state the host keeps on
+ * both sides, not a result: Caffe's batch normalisation scales its
+ * moving-average factor on the host in every forward pass (a copy back
+ * after the update's axpy wrote it), and its prefetch thread reads a batch
+ * buffer back before refilling it (after the loss kernel touched the
+ * labels). scratch holds a byte per trace tensor. */
+static int sn_host_reads(const sn_win *w, int *out, char *scratch)
 {
     const sn_trace *t = w->t;
+    char *to_device = scratch;
+    memset(to_device, 0, t->ntensors);
+    for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
+        const sn_trace_call *e = &t->calls[c];
+        if (sn_ok(e) && e->op == SN_OP_MEMCPY_H2D)
+            for (int j = 0; j < e->nacc; j++)
+                to_device[sn_acc(t, e)[j].tensor] = 1;
+    }
     int k = 0;
     for (uint64_t c = w->call_lo; c < w->call_hi; c++) {
         const sn_trace_call *e = &t->calls[c];
@@ -304,7 +329,8 @@ static int sn_host_reads(const sn_win *w, int *out)
              * the program reads back after training is not a loss) */
             int after = c > w->step_call[w->s0 + (size_t)w->n - 1];
             for (int j = 0; j < e->nacc; j++)
-                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0 && (!after || wr[j] == w->n - 1))
+                if ((a[j].mode & SN_ACC_R) && wr[j] >= 0 && (!after || wr[j] == w->n - 1) &&
+                    !to_device[a[j].tensor])
                     out[k++] = wr[j];
         } else if ((e->flags & SN_TC_STEP) && sn_host_reduction(t, e)) {
             out[k++] = w->pos[c - w->call_lo];
@@ -502,13 +528,52 @@ static void sn_pass_inputs(const sn_win *w, int s, int T, int c, char *input, ch
         input[x] = (input[x] & 1) && (input[x] & 6) ? 1 : seen[x] == 1 ? 2 : 0;
 }
 
+/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
+ * per window step, whether it leads to the result (need); per trace
+ * tensor, the previous pass's marks from sn_pass_inputs (input) and that
+ * function's own scratch (seen). */
+typedef struct sn_pass_scratch {
+    char *need, *input, *seen;
+    const char *computed; /* per trace tensor: sn_computed_tensors */
+} sn_pass_scratch;
+
+/* Whether a step in [from, to) reads tensor x (a copy at position from
+ * lands before that position's step). */
+static int sn_read_between(const sn_win *w, uint32_t x, int from, int to)
+{
+    for (int r = from; r < to; r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        const sn_trace_access *a = sn_acc(w->t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if (a[j].tensor == x && sn_uses(e, a[j].mode))
+                return 1;
+    }
+    return 0;
+}
+
+/* Whether a copy from the host writes tensor x after step r, up to step c. */
+static int sn_copied_between(const sn_win *w, uint32_t x, int r, int c)
+{
+    for (uint64_t k = w->step_call[w->s0 + (size_t)r] + 1; k <= w->step_call[w->s0 + (size_t)c]; k++) {
+        const sn_trace_call *e = &w->t->calls[k];
+        if (e->op != SN_OP_MEMCPY_H2D || !sn_ok(e))
+            continue;
+        for (int j = 0; j < e->nacc; j++)
+            if (sn_acc(w->t, e)[j].tensor == x)
+                return 1;
+    }
+    return 0;
+}
+
 /* Where a forward pass ending at c begins when nothing is known about the
  * one before it, other than that it ended before lo: at the last arrival
  * of data in [lo, c] used on the way to c (a copy from the host, or a
  * device copy of what came from outside the window's computation). With
  * none, at lo when anyway is set, else -1. */
-static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, char *need)
+static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, const sn_pass_scratch *sc)
 {
+    char *need = sc->need;
+    const char *computed = sc->computed;
     const sn_trace *t = w->t;
     for (int r = 0; r <= c; r++)
         need[r] = 0;
@@ -553,6 +618,30 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earli
             }
         }
     }
+    /* data a prefetch thread copied before lo (Caffe's Data layer hands
+     * its forward pass a buffer filled on another stream iterations ago,
+     * maybe before the window began):
+     * the pass begins at the first step on the way to c that reads it for
+     * the first time since it arrived (the backward pass before reads the
+     * previous batch, which its forward pass read already) and before
+     * the host refills it (one buffer for every batch: the backward pass
+     * read the last batch, and the next arrives in the same buffer) */
+    for (int r = lo; earliest && r <= c && (best < 0 || r < best); r++) {
+        const sn_trace_call *e = sn_wstep(w, r);
+        if (!need[r] || !sn_exact(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        const int *wr = sn_wwr(w, e);
+        for (int j = 0; j < e->nacc && best != r; j++) {
+            /* copied before lo, or before the window began, and never
+             * written by a step (not a weight, whatever wrote it last) */
+            int at = wr[j] == -1 ? 0 : wr[j] <= -3 ? -3 - wr[j] : lo;
+            if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_SCRATCH) && at < lo &&
+                !computed[a[j].tensor] && !sn_read_between(w, a[j].tensor, at, r) &&
+                !sn_copied_between(w, a[j].tensor, r, c))
+                best = r;
+        }
+    }
     if (best < 0)
         return anyway ? lo : -1;
     /* data arrives by a few copies in a row (images, labels) */
@@ -571,14 +660,6 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earli
     return best;
 }
 
-/* Scratch of sn_pass_start, kept by sn_find_passes across the passes:
- * per window step, whether it leads to the result (need); per trace
- * tensor, the previous pass's marks from sn_pass_inputs (input) and that
- * function's own scratch (seen). */
-typedef struct sn_pass_scratch {
-    char *need, *input, *seen;
-    const char *computed; /* per trace tensor: sn_computed_tensors */
-} sn_pass_scratch;
 
 /* Where a forward pass ending at c begins, the previous one having begun
  * at s_prev and ended at T_prev (-1: none known): the first position q
@@ -767,7 +848,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     if (!cand || !need || !mark || !seen || !computed)
         goto done;
     sn_computed_tensors(w, computed);
-    int ncand = sn_host_reads(w, cand);
+    int ncand = sn_host_reads(w, cand, mark);
     if (ncand == 0)
         ncand = sn_sinks(w, P, cand);
     if (ncand == 0)
@@ -799,7 +880,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
             continue;
         }
         int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &sc)
-                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, need);
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, &sc);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
             i = 0;
@@ -1139,20 +1220,41 @@ static int sn_call_step(const sn_build *b, uint64_t c, int *pos)
     return (b->t->calls[c].flags & SN_TC_STEP) && b->w.step_call[b->w.s0 + (size_t)*pos] == c;
 }
 
+/* Whether the step at position p reads, exactly, both tensor x and a
+ * weight. */
+static int sn_reads_with_weight(const sn_build *b, int p, uint32_t x)
+{
+    const sn_trace_call *e = sn_wstep(&b->w, p);
+    if (!sn_exact(e))
+        return 0;
+    const sn_trace_access *a = sn_acc(b->t, e);
+    int reads_x = 0, weight = 0;
+    for (int j = 0; j < e->nacc; j++) {
+        if (!(a[j].mode & SN_ACC_R) || (a[j].mode & SN_ACC_SCRATCH))
+            continue;
+        reads_x |= a[j].tensor == x;
+        weight |= b->is_weight[a[j].tensor] != 0;
+    }
+    return reads_x && weight;
+}
+
 /* The layer a call of the forward pass belongs to: a step's own; a copy
  * from the host, the data layer's, unless it lands inside a layer that
- * has already begun: a constant the framework sends again just before the
- * step that uses it (Caffe's inner product sets its bias multiplier on
- * the host at every reshape and copies it before the bias GEMM), which is
- * that layer's, like its weights, not an input from the data. */
+ * has already begun, just before a step reading it with a weight: a
+ * constant the framework sends again before the step that uses it
+ * (Caffe's inner product sets its bias multiplier on the host at every
+ * reshape and copies it before the GEMM adding the bias), which is that
+ * layer's, like its weights, not an input from the data. (Caffe's labels
+ * too arrive inside the loss layer, read by its kernel: data.) */
 static int sn_call_layer(const sn_build *b, uint64_t c, int *pos)
 {
     int is_step = sn_call_step(b, c, pos);
     if (is_step)
         return b->layer_of[*pos];
     int l = *pos >= 0 && *pos < b->P ? b->layer_of[*pos] : -1;
-    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos &&
-        b->t->calls[c].op == SN_OP_MEMCPY_H2D)
+    const sn_trace_call *e = &b->t->calls[c];
+    if (l >= 0 && l != b->data_layer && b->m->layers[l].first < *pos && e->op == SN_OP_MEMCPY_H2D &&
+        e->nacc > 0 && sn_reads_with_weight(b, *pos, sn_acc(b->t, e)[0].tensor))
         return l;
     return b->data_layer;
 }
@@ -1426,6 +1528,8 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
             start_new = 1;
         else if (f->tail[s])
             start_new = 0;
+        else if (m->layers[cur].cls == CLS_SOFTMAX && e->op == SN_OP_KERNEL && e->algo == SN_KK_LOSS)
+            start_new = 0; /* a loss kernel on the softmax's output: one layer (Caffe's SoftmaxWithLoss) */
         else
             start_new = sn_optional_cut(b, f, cur_from, s);
         if (start_new) {
@@ -1542,7 +1646,7 @@ static void sn_pass_owners(sn_build *b, const sn_model_pass *p, int *own)
                 continue;
             /* a kernel's access is not evidence of a write: it claims only
              * what nothing claimed before */
-            if (own[x] < 0 || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !b->is_weight[x]))
+            if (own[x] < 0 || (sn_model_writes(e, a[j].mode) && !b->is_weight[x]))
                 own[x] = l;
         }
     }
@@ -1627,7 +1731,7 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
             if (f->value[x] && l >= 0 && !(a[j].mode & SN_ACC_SCRATCH) &&
-                ((sn_exact(e) && (a[j].mode & SN_ACC_W)) || b->producer[x] < 0)) {
+                (sn_model_writes(e, a[j].mode) || b->producer[x] < 0)) {
                 /* a convolution's output stays one when a ReLU then works
                  * on it in place (for the offloading what-if) */
                 if (b->producer[x] < 0 && is_step && !f->init[p] && b->m->layers[l].cls == CLS_CONV)
@@ -1667,11 +1771,35 @@ static void sn_other_values(sn_build *b, const sn_model_pass *p, char *value)
                     b->producer[x] = l;
                 }
             }
-            if (value[x] == 2 && l >= 0 && sn_exact(e) && (a[j].mode & SN_ACC_W))
+            if (value[x] == 2 && l >= 0 && sn_model_writes(e, a[j].mode))
                 b->producer[x] = l;
         }
     }
     free(seen);
+}
+
+/* Layers working in place on one buffer own it one after the other, the
+ * last one at the end (Caffe's ReLU, then its dropout, on one blob): a
+ * cuDNN backward step of a class that layer does not have belongs to the
+ * nearest layer of its class up the chain of single inputs, if any (the
+ * ReLU's backward reads the blob the dropout owns last). */
+static int sn_inplace_match(const sn_build *b, const sn_edges *E, int l, int cls)
+{
+    if (cls != CLS_ACT && cls != CLS_POOL && cls != CLS_LRN && cls != CLS_DROPOUT && cls != CLS_SOFTMAX &&
+        cls != CLS_BN)
+        return l;
+    for (int hop = 0, at = l; hop < 4 && at >= 0; hop++) {
+        if (b->m->layers[at].cls == cls)
+            return at;
+        int in = -1, n = 0;
+        for (int x = 0; x < E->n; x++)
+            if (E->v[x].consumer == at && E->v[x].producer >= 0 && E->v[x].producer != in) {
+                in = E->v[x].producer;
+                n++;
+            }
+        at = n == 1 && in != b->data_layer ? in : -1;
+    }
+    return l;
 }
 
 /* The layer a backward step of pass p belongs to: the latest layer among
@@ -1705,7 +1833,7 @@ static int sn_backward_layer(sn_build *b, int s, const int *own, const sn_edges 
             best = own[x];
     }
     if (best >= 0)
-        return best;
+        return sn_inplace_match(b, E, best, sn_dnn_class(e->op));
     const int *wr = sn_wwr(&b->w, e);
     /* a kernel making a gradient the backward pass had not written yet
      * (fills aside) passes it on to the next layer down */

@@ -54,6 +54,8 @@ enum sn_acc_mode {
     SN_ACC_W = 2,        /* writes */
     SN_ACC_KILL = 4,     /* writes all of it without reading: old contents dead */
     SN_ACC_SCRATCH = 8,  /* workspace use */
+    SN_ACC_IN = 16,      /* a kernel's: through a parameter declared a pointer to const */
+    SN_ACC_OUT = 32,     /* a kernel's: through a parameter it may write through */
 };
 
 typedef struct sn_trace_access {
