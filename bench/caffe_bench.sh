@@ -278,6 +278,27 @@ else:
     print("no plan")
 PY
 }
+# passes_of DIR: the iteration libsn learned, from its report: "STEPS steps:
+# F forward / B backward / U update[, E evaluation passes]", then a word
+# when it looks wrong for a training run without a test net: "odd" when it
+# has evaluation passes or a backward pass under a tenth of the forward.
+passes_of() {
+    python3 - "$1/report.json" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))["devices"][0]
+    ph, ps, period = d["phases"], d["passes"], d["iteration"]["period"]
+except Exception:
+    print("no iteration in the report|odd"); sys.exit()
+ev = ps.get("evaluation", 0)
+text = "%d steps: %d forward / %d backward / %d update" % (period, ph["forward_steps"], ph["backward_steps"],
+                                                          ph["update_steps"])
+if ev:
+    text += ", %d evaluation pass%s" % (ev, "es" if ev > 1 else "")
+odd = ev > 0 or ph["backward_steps"] * 10 < ph["forward_steps"]
+print(text + ("|odd" if odd else "|"))
+PY
+}
 # alloc_of DIR: GiB Caffe had allocated at the peak, from libsn's report.
 alloc_of() {
     python3 -c "
@@ -414,7 +435,7 @@ PY
 } >"$tmp/nets.md"
 
 # ---- 2. largest batch -------------------------------------------------------
-declare -A ALONE ALONE_WHY SNB SN_WHY SN_PLAN AT_ALONE SN_ALLOC
+declare -A ALONE ALONE_WHY SNB SN_WHY SN_PLAN AT_ALONE SN_ALLOC SN_PASSES
 for net in "${NETS[@]}"; do
     log "largest batch alone: $net"
     rm -rf "$tmp/found"
@@ -433,6 +454,16 @@ for net in "${NETS[@]}"; do
         read -r _ followed < <(plan_of "$tmp/found")
         SN_PLAN[$net]="$followed of $ITERS_SN"
         SN_ALLOC[$net]="$(alloc_of "$tmp/sn-at-alone") / $(alloc_of "$tmp/found")"
+        IFS='|' read -r ptext podd < <(passes_of "$tmp/found")
+        SN_PASSES[$net]=$ptext
+        if [ -n "$podd" ]; then
+            note "$(name_of "$net") at batch $FOUND under libsn: the iteration libsn learned has $ptext (the training net has no test net and one update per iteration)." "$tmp/found" "$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))['devices'][0]
+for p in d.get('passes', {}).get('list', [])[:4]:
+    print('pass: forward steps %s, backward %s, update %s, %s' % (p['forward'], p['backward'], p['update'],
+          'training' if p['training'] else 'evaluation'))" "$tmp/found/report.json")"
+        fi
     else
         SN_PLAN[$net]="-"
     fi
@@ -596,7 +627,9 @@ print('?')")
     echo "to the exact batch. Under libsn: doubled from Caffe's own largest, up to 16 times it, then"
     echo "bisected until the gap is at most 1/16 of the batch. *What stops it*: the first batch above"
     echo "that did not train and why, from Caffe's check or libsn's out-of-memory message. *Plan*: the"
-    echo "iterations of $ITERS_SN that followed a plan at libsn's largest batch. *Caffe's GiB*: what Caffe"
+    echo "iterations of $ITERS_SN that followed a plan at libsn's largest batch; *libsn's iteration*: the"
+    echo "iteration it learned there (its report's period and phases; under a budget the steps include"
+    echo "the swaps' synchronisations). *Caffe's GiB*: what Caffe"
     echo "had allocated (libsn's report) at Caffe's own largest batch / at libsn's. Caffe allocates every"
     echo "blob of the net, data and gradient, once and keeps it for the whole run, so under libsn what is"
     echo "not resident needs pinned host memory for its contents: the largest batch under libsn ends where"
@@ -605,13 +638,13 @@ print('?')")
     echo "of $ITERS_SN, under the plan auto follows first; auto would go on to measure its other"
     echo "candidates and the no-plan fallback, as in item 4)."
     echo
-    echo "| network | Caffe alone | what stops it | Caffe + libsn (auto) | gain | Caffe's GiB | plan | what stops it | ms at Caffe's largest batch, alone / libsn |"
-    echo "|---|---:|---|---:|---:|---|---|---|---|"
+    echo "| network | Caffe alone | what stops it | Caffe + libsn (auto) | gain | Caffe's GiB | plan | libsn's iteration | what stops it | ms at Caffe's largest batch, alone / libsn |"
+    echo "|---|---:|---|---:|---:|---|---|---|---|---|"
     for net in "${NETS[@]}"; do
         a=${ALONE[$net]} s=${SNB[$net]}
         gain=-
         [ "$a" -gt 0 ] && gain=$(python3 -c "print(f'{$s / $a:.2f}x')")
-        echo "| $(name_of "$net") | $a | ${ALONE_WHY[$net]} | $s | $gain | ${SN_ALLOC[$net]:--} | ${SN_PLAN[$net]:--} | ${SN_WHY[$net]:--} | ${AT_ALONE[$net]:--} |"
+        echo "| $(name_of "$net") | $a | ${ALONE_WHY[$net]} | $s | $gain | ${SN_ALLOC[$net]:--} | ${SN_PLAN[$net]:--} | ${SN_PASSES[$net]:--} | ${SN_WHY[$net]:--} | ${AT_ALONE[$net]:--} |"
     done
     echo
     echo "## 3. Deepest ResNet at batch 16 in 12 GB"
