@@ -162,7 +162,8 @@ void sim_standin_run(const char *symbol, const char *label, int nparams, const s
         s->rd = prefix_len(s->p, 0);
         s->wr = kind == SN_PARAM_OUT ? prefix_len(s->p, 1) : 0;
         s->elem = sig ? sig[i].elem : SN_ELEM_OTHER;
-        memcpy(prefix, s->p, s->rd);
+        if (s->rd) /* (s->p may be NULL: memcpy must not see it even for 0 bytes) */
+            memcpy(prefix, s->p, s->rd);
         h = fnv(h, s->rd ? "p" : "n", 1);
         h = fnv(h, &s->rd, sizeof s->rd);
         h = fnv(h, prefix, s->rd);
