@@ -359,6 +359,39 @@ static int sn_managing(void)
     return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
 }
 
+/* A call on a cuDNN or cuBLAS handle in progress on this thread (manage
+ * mode): the library's allocations inside it belong to the handle and
+ * stay pinned until the call returns. */
+typedef struct sn_lib_traced {
+    int dev;
+    uint32_t id;
+    uint64_t base;
+} sn_lib_traced;
+
+typedef struct sn_lib_scope {
+    int open;        /* a call on a handle, or a handle's creation, is in progress */
+    int active;      /* ... and manage mode pins what the library allocates in it */
+    void *handle;    /* NULL while the handle is being created */
+    sn_arena *ar;
+    int n;
+    void *blocks[32];
+    /* allocations of a creation, keyed in the trace once the handle is known */
+    int ntraced;
+    sn_lib_traced traced[32];
+} sn_lib_scope;
+static __thread sn_lib_scope sn_lib_scope_now __attribute__((tls_model("initial-exec")));
+
+/* Library memory allocated inside a call on a handle, or while one is
+ * created (keyed when the creation returns), belongs to that handle. */
+static void sn_core_note_lib_alloc_locked(sn_trace *t, uint32_t id, int dev, uint64_t base)
+{
+    sn_lib_scope *sc = &sn_lib_scope_now;
+    if (sc->handle)
+        sn_trace_tensor_key(t, id, base, sc->handle);
+    else if (sc->ntraced < (int)(sizeof sc->traced / sizeof sc->traced[0]))
+        sc->traced[sc->ntraced++] = (sn_lib_traced){dev, id, base};
+}
+
 void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn_arena_alloc *managed)
 {
     if (!p || !sn_core_ready)
@@ -387,8 +420,11 @@ void sn_core_note_alloc(void *p, uint64_t size, int kind, int owner, int dev, sn
         sn_trace *t = sn_trace_of_locked(dev);
         if (t) {
             uint32_t id = sn_trace_alloc(t, (uintptr_t)p, size, kind, owner, site);
-            if (id != UINT32_MAX)
+            if (id != UINT32_MAX) {
                 a->trace_id = id;
+                if ((owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sn_lib_scope_now.open)
+                    sn_core_note_lib_alloc_locked(t, id, dev, (uintptr_t)p);
+            }
         }
         sn_lock_give(&d->lock);
     }
@@ -454,26 +490,17 @@ static void sn_own_work_end(int lib)
     sn_thread.lib = lib;
 }
 
-/* A call on a cuDNN or cuBLAS handle in progress on this thread (manage
- * mode): the library's allocations inside it belong to the handle and
- * stay pinned until the call returns. */
-typedef struct sn_lib_scope {
-    int active;
-    void *handle;
-    sn_arena *ar;
-    int n;
-    void *blocks[32];
-} sn_lib_scope;
-static __thread sn_lib_scope sn_lib_scope_now __attribute__((tls_model("initial-exec")));
 
 /* (inline: every call on a handle opens and closes one) */
 static inline void sn_lib_scope_open(sn_arena *ar, void *handle)
 {
     sn_lib_scope *sc = &sn_lib_scope_now;
     sc->ar = ar;
+    sc->open = 1;
     sc->active = ar != NULL;
     sc->handle = handle;
     sc->n = 0;
+    sc->ntraced = 0;
 }
 
 static __attribute__((noinline)) void sn_lib_scope_unpin(sn_lib_scope *sc, void *handle)
@@ -483,14 +510,35 @@ static __attribute__((noinline)) void sn_lib_scope_unpin(sn_lib_scope *sc, void 
     sc->n = 0;
 }
 
+static void sn_lib_scope_key_traced(sn_lib_scope *sc, void *handle);
+
 static inline void sn_lib_scope_close(void *handle)
 {
     sn_lib_scope *sc = &sn_lib_scope_now;
+    sc->open = 0;
+    if (sc->ntraced)
+        sn_lib_scope_key_traced(sc, handle);
     if (!sc->active)
         return;
     sc->active = 0;
     if (sc->n)
         sn_lib_scope_unpin(sc, handle);
+}
+
+/* The trace's records of what the library allocated while creating
+ * handle: the handle's own memory, resident only for calls on it. */
+static __attribute__((noinline)) void sn_lib_scope_key_traced(sn_lib_scope *sc, void *handle)
+{
+    for (int i = 0; handle && i < sc->ntraced; i++) {
+        int dev = sc->traced[i].dev;
+        sn_device *d = &sn_devs[dev];
+        sn_lock_take(&d->lock);
+        sn_trace *t = sn_trace_of_locked(dev);
+        if (t)
+            sn_trace_tensor_key(t, sc->traced[i].id, sc->traced[i].base, handle);
+        sn_lock_give(&d->lock);
+    }
+    sc->ntraced = 0;
 }
 
 void sn_core_lib_scope_begin(int dev, void *handle)
@@ -523,6 +571,12 @@ int sn_core_alloc(uint64_t size, int kind, int owner, int dev, uintptr_t *addr)
     int early = dev >= 0 && dev < SN_MAX_DEVICES && !__atomic_load_n(&sn_devs[dev].learned, __ATOMIC_ACQUIRE);
     sn_arena_alloc *rec = NULL;
     sn_lib_scope *sc = &sn_lib_scope_now;
+    if ((owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sc->open && !sc->ar) {
+        /* a handle created before the arena was set up (Caffe creates its
+         * cuBLAS handle first of all): the arena exists now */
+        sc->ar = ar;
+        sc->active = 1;
+    }
     int scoped = (owner == SN_OWNER_CUDNN || owner == SN_OWNER_CUBLAS) && sc->active && sc->ar == ar &&
                  sc->n < (int)(sizeof sc->blocks / sizeof sc->blocks[0]);
     int lib = sn_own_work_begin();

@@ -208,7 +208,7 @@ static void test_whatif_peaks(void **state)
         {.bytes = 1 * MB, .offload = SN_WI_KEEP, .naccess = 2, .access = dw_acc},
     };
     int group[6] = {0, 1, 2, 3, 4, 5};
-    sn_wi_input in = {6, 3, group, 7, t, 0};
+    sn_wi_input in = {6, 3, group, 7, t, 0, NULL, 0};
     sn_wi_result r;
     uint64_t live[6], conv[6], all[6];
     assert_int_equal(sn_whatif(&in, &r, live, conv, all), 0);
@@ -243,6 +243,38 @@ static void test_whatif_peaks(void **state)
                 r.peak_all <= r.peak_liveness);
 }
 
+/* Library memory of a known handle (keyed_bytes of fixed_bytes) counts in
+ * the working set of the calls on that handle (lib_bytes), not beside every
+ * call's: the lower bound is the largest call with its own handle's memory,
+ * plus the library memory of no known handle; the peaks keep all of it. */
+static void test_whatif_handle_memory(void **state)
+{
+    (void)state;
+    static const sn_wi_access a_acc[] = {{0, SN_ACC_W | SN_ACC_KILL}, {1, SN_ACC_R}};
+    static const sn_wi_access b_acc[] = {{1, SN_ACC_W | SN_ACC_KILL}, {2, SN_ACC_R}};
+    sn_wi_tensor t[] = {
+        {.bytes = 10 * MB, .naccess = 2, .access = a_acc},
+        {.bytes = 2 * MB, .naccess = 2, .access = b_acc},
+    };
+    /* step 1 (a and b: 12) on a 1 MiB handle, step 2 (b: 2) on a 4 MiB
+     * one; 2 MiB of library memory belong to no known handle */
+    const uint64_t lib[3] = {0, 1 * MB, 4 * MB};
+    sn_wi_input in = {3, 3, NULL, 2, t, 7 * MB, lib, 5 * MB};
+    sn_wi_result r;
+    assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
+    assert_true(r.peak_liveness == 19 * MB);
+    assert_true(r.max_working_set == 13 * MB);
+    assert_true(r.max_working_set_lib == 1 * MB);
+    assert_int_equal(r.max_working_set_step, 1);
+    assert_true(r.lower_bound == 15 * MB);
+    /* the same memory with no handle known: all of it beside step 1 */
+    in.lib_bytes = NULL;
+    in.keyed_bytes = 0;
+    assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
+    assert_true(r.max_working_set == 12 * MB);
+    assert_true(r.lower_bound == 19 * MB);
+}
+
 /* A group of steps (one layer pass) whose tensors are never live at the
  * same time: SuperNeurons' bound counts only what is live at each step, so
  * it stays at or below the liveness peak. Before it summed the group's
@@ -257,7 +289,7 @@ static void test_whatif_superneurons_within_liveness(void **state)
         {.bytes = 10 * MB, .naccess = 2, .access = b_acc},
     };
     int group[4] = {0, 0, 0, 0};
-    sn_wi_input in = {4, 4, group, 2, t, 3 * MB};
+    sn_wi_input in = {4, 4, group, 2, t, 3 * MB, NULL, 0};
     sn_wi_result r;
     assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
     assert_true(r.peak_liveness == 13 * MB);
@@ -277,7 +309,7 @@ static void test_whatif_lifetime_clipped(void **state)
         {.bytes = 4 * MB, .naccess = 2, .access = k_acc, .bounded = 1, .alloc_step = 1, .free_step = 3},
         {.bytes = 1 * MB, .naccess = 2, .access = w_acc},
     };
-    sn_wi_input in = {6, 3, NULL, 2, t, 0};
+    sn_wi_input in = {6, 3, NULL, 2, t, 0, NULL, 0};
     sn_wi_result r;
     uint64_t live[6];
     assert_int_equal(sn_whatif(&in, &r, live, NULL, NULL), 0);
@@ -306,7 +338,7 @@ static void test_whatif_reused_buffer(void **state)
     static const sn_wi_access buf[] = {{0, SN_ACC_W | SN_ACC_KILL}, {2, SN_ACC_R},
                                        {3, SN_ACC_W | SN_ACC_KILL}, {5, SN_ACC_R}};
     sn_wi_tensor t[] = {{.bytes = 100, .naccess = 2, .access = ws}, {.bytes = 10, .naccess = 4, .access = buf}};
-    sn_wi_input in = {6, 3, NULL, 2, t, 5};
+    sn_wi_input in = {6, 3, NULL, 2, t, 5, NULL, 0};
     sn_wi_result r;
     uint64_t live[6];
     assert_int_equal(sn_whatif(&in, &r, live, NULL, NULL), 0);
@@ -326,6 +358,9 @@ typedef struct fake {
 
 /* the batch of the shapes the calls describe */
 static int fake_batch = 2;
+/* set: cuDNN's calls are on one handle, cuBLAS's on another */
+static int fake_handles;
+static char fake_cudnn, fake_cublas;
 
 static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_access *acc, int nacc)
 {
@@ -333,6 +368,10 @@ static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_acc
     sn_call_init(&c, 0, op, 0, NULL);
     if (op == SN_OP_ACT_FWD)
         c.algo = 1; /* CUDNN_ACTIVATION_RELU */
+    if (fake_handles && (op == SN_OP_GEAM || op == SN_OP_AXPY))
+        c.lib_handle = &fake_cublas;
+    else if (fake_handles && flags == SN_TC_STEP && op != SN_OP_MEMSET)
+        c.lib_handle = &fake_cudnn;
     int dim[4] = {fake_batch, 4, 8, 8};
     for (int i = 0; i < nshape; i++)
         sn_call_shape(&c, 4, dim);
@@ -367,6 +406,63 @@ static void one_iteration(fake *f, int first)
     }
     sn_trace_access c7[] = {A(f->dw, R), A(f->w, R | W)};
     call(f, SN_OP_AXPY, SN_TC_STEP, 1, c7, 2);
+}
+
+/* The libraries' memory of a known handle counts in the working sets of
+ * the calls on that handle only (manage mode keeps it resident for those):
+ * the lower bound is the largest call's own tensors and its handle's
+ * memory, not every handle's memory beside every call's. */
+static void lower_bound_with_handles(int keyed, sn_model *m)
+{
+    fake f;
+    sn_trace_init(&f.t, 0);
+    uint32_t dnn = sn_trace_alloc(&f.t, 0x10000000, 1 << 20, 1, SN_OWNER_CUDNN, 0);
+    uint32_t blas = sn_trace_alloc(&f.t, 0x20000000, 4 << 20, 1, SN_OWNER_CUBLAS, 0);
+    if (keyed) {
+        sn_trace_tensor_key(&f.t, dnn, 0x10000000, &fake_cudnn);
+        sn_trace_tensor_key(&f.t, blas, 0x20000000, &fake_cublas);
+        /* a record that is not (or no longer) at that address is left alone */
+        sn_trace_tensor_key(&f.t, dnn, 0x30000000, &fake_cublas);
+        assert_ptr_equal(f.t.tensors[dnn].lib_key, &fake_cudnn);
+    }
+    f.w = sn_trace_alloc(&f.t, 0x1000, 4096, 1, 1, 0);
+    f.ws = sn_trace_alloc(&f.t, 0x3000, 1 << 16, 1, 3, 0);
+    f.x = sn_trace_alloc(&f.t, 0x100000, 1 << 20, 1, 1, 0);
+    f.label = sn_trace_alloc(&f.t, 0x200000, 64, 1, 1, 0);
+    f.y = sn_trace_alloc(&f.t, 0x300000, 1 << 20, 1, 1, 0);
+    f.z = sn_trace_alloc(&f.t, 0x400000, 1 << 20, 1, 1, 0);
+    f.p = sn_trace_alloc(&f.t, 0x500000, 64, 1, 1, 0);
+    f.dz = sn_trace_alloc(&f.t, 0x600000, 1 << 20, 1, 1, 0);
+    f.dy = sn_trace_alloc(&f.t, 0x700000, 1 << 20, 1, 1, 0);
+    f.dw = sn_trace_alloc(&f.t, 0x800000, 4096, 1, 1, 0);
+    fake_handles = 1;
+    for (int it = 0; it < 3; it++)
+        one_iteration(&f, it == 0);
+    fake_handles = 0;
+    assert_int_equal(sn_model_build(&f.t, m), 0);
+    assert_true(m->found);
+    sn_trace_destroy(&f.t);
+}
+
+static void test_model_handle_memory(void **state)
+{
+    (void)state;
+    sn_model m;
+    /* no handle known: the 5 MiB are beside the largest working set (the
+     * ReLU's backward: z, dz, dy) */
+    lower_bound_with_handles(0, &m);
+    assert_true(m.max_working_set == 3 * MB);
+    assert_true(m.max_working_set_lib == 0);
+    assert_true(m.lower_bound == 8 * MB);
+    sn_model_free(&m);
+    /* known: the loss gradient's geam (p, label, dz) with cuBLAS's 4 MiB is
+     * the largest; the ReLU's backward with cuDNN's 1 MiB is 4 MiB */
+    lower_bound_with_handles(1, &m);
+    assert_true(m.max_working_set == 4 * MB + 1 * MB + 128);
+    assert_true(m.max_working_set_lib == 4 * MB);
+    assert_true(m.lower_bound == 5 * MB + 128);
+    assert_true(m.lower_bound <= m.peak_live && m.budget >= m.lower_bound);
+    sn_model_free(&m);
 }
 
 static void test_model_small_network(void **state)
@@ -1150,8 +1246,10 @@ int main(void)
         cmocka_unit_test(test_whatif_peaks),
         cmocka_unit_test(test_whatif_reused_buffer),
         cmocka_unit_test(test_whatif_superneurons_within_liveness),
+        cmocka_unit_test(test_whatif_handle_memory),
         cmocka_unit_test(test_whatif_lifetime_clipped),
         cmocka_unit_test(test_model_small_network),
+        cmocka_unit_test(test_model_handle_memory),
         cmocka_unit_test(test_model_check_and_phases),
         cmocka_unit_test(test_profile_waits_for_longer_iteration),
         cmocka_unit_test(test_model_no_iteration),

@@ -2091,7 +2091,20 @@ void sn_model_calls_free(sn_model_calls *c)
     free(c->first);
     free(c->tensor);
     free(c->acc);
+    free(c->lib_bytes);
     memset(c, 0, sizeof *c);
+}
+
+/* A library handle's own memory, summed over its allocations. */
+typedef struct sn_keyed {
+    const void *key;
+    uint64_t bytes;
+} sn_keyed;
+
+static int sn_keyed_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const sn_keyed *)a)->key, y = (uintptr_t)((const sn_keyed *)b)->key;
+    return x < y ? -1 : x > y;
 }
 
 int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c)
@@ -2172,15 +2185,57 @@ int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c
         w->free_step = freed_in ? (int)(x->free_call - 1 - lo) : n - 1;
     }
     /* memory the libraries hold for themselves throughout (cuDNN and
-     * cuBLAS handles' workspaces): no strategy moves it */
+     * cuBLAS handles' workspaces): no strategy moves it; what belongs to a
+     * known handle is needed only by the calls on it */
+    sn_keyed *keys = NULL;
+    int nkeys = 0, capkeys = 0;
     for (size_t i = 0; i < t->recorded_tensors; i++) {
         const sn_trace_tensor *x = &t->tensors[i];
-        if ((x->owner == SN_OWNER_CUDNN || x->owner == SN_OWNER_CUBLAS) && sn_trace_counts_memory(x->kind) &&
-            x->alloc_call <= lo && (!x->freed || x->free_call >= hi) && map[i] < 0)
-            c->fixed_bytes += x->bytes;
+        if (!((x->owner == SN_OWNER_CUDNN || x->owner == SN_OWNER_CUBLAS) && sn_trace_counts_memory(x->kind) &&
+              x->alloc_call <= lo && (!x->freed || x->free_call >= hi) && map[i] < 0))
+            continue;
+        c->fixed_bytes += x->bytes;
+        if (!x->lib_key)
+            continue;
+        if (nkeys == capkeys) {
+            capkeys = capkeys ? 2 * capkeys : 16;
+            sn_keyed *k = realloc(keys, (size_t)capkeys * sizeof *keys);
+            if (!k)
+                goto fail_keys;
+            keys = k;
+        }
+        keys[nkeys++] = (sn_keyed){x->lib_key, x->bytes};
     }
+    if (nkeys) {
+        qsort(keys, (size_t)nkeys, sizeof *keys, sn_keyed_cmp);
+        int u = 0;
+        for (int i = 0; i < nkeys; i++) {
+            if (u && keys[u - 1].key == keys[i].key)
+                keys[u - 1].bytes += keys[i].bytes;
+            else
+                keys[u++] = keys[i];
+        }
+        nkeys = u;
+        c->lib_bytes = calloc((size_t)n, sizeof *c->lib_bytes);
+        if (!c->lib_bytes)
+            goto fail_keys;
+        for (int i = 0; i < nkeys; i++)
+            c->keyed_bytes += keys[i].bytes;
+        for (int k = 0; k < n; k++) {
+            const sn_trace_call *e = &t->calls[lo + (uint64_t)k];
+            if (!sn_ok(e) || !e->lib_key)
+                continue;
+            sn_keyed probe = {e->lib_key, 0};
+            const sn_keyed *f = bsearch(&probe, keys, (size_t)nkeys, sizeof *keys, sn_keyed_cmp);
+            if (f)
+                c->lib_bytes[k] = f->bytes;
+        }
+    }
+    free(keys);
     free(map);
     return 0;
+fail_keys:
+    free(keys);
 fail:
     free(map);
     sn_model_calls_free(c);
@@ -2494,7 +2549,7 @@ static void sn_build_memory(sn_model *m, const sn_trace *t)
         uint64_t fixed = calls.fixed_bytes;
         m->library_bytes += fixed;
         int bstart = m->backward_start < (int)m->period ? first_call[m->backward_start] : ncalls;
-        sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed};
+        sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed, calls.lib_bytes, calls.keyed_bytes};
         sn_wi_result r;
         if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
             m->peak_live = r.peak_liveness;
@@ -2504,6 +2559,8 @@ static void sn_build_memory(sn_model *m, const sn_trace *t)
             m->lower_bound = r.lower_bound;
             m->carried_bytes = r.carried_bytes;
             m->max_working_set = r.max_working_set;
+            m->max_working_set_lib = r.max_working_set_lib;
+            m->library_keyed = calls.keyed_bytes;
             m->max_working_set_step = r.max_working_set_step >= 0 ? pos[r.max_working_set_step] : -1;
             m->superneurons_step = r.superneurons_step >= 0 ? pos[r.superneurons_step] : -1;
             for (int kc = 0; kc < ncalls; kc++) {

@@ -145,6 +145,9 @@ typedef struct sn_model {
     uint64_t peak_asis, peak_asis_iter, peak_live, peak_conv, peak_all, peak_superneurons;
     uint64_t lower_bound, budget;
     uint64_t carried_bytes, max_working_set, library_bytes;
+    uint64_t max_working_set_lib;   /* of max_working_set, its call's handle's memory */
+    uint64_t library_keyed;         /* library memory held throughout that belongs to a known
+                                       handle (resident only for calls on it) */
     int max_working_set_step, superneurons_step;
     /* time */
     int timed;
@@ -196,6 +199,8 @@ typedef struct sn_model_calls {
     sn_wi_access *acc;         /* storage of the access lists */
     uint64_t fixed_bytes;      /* cuDNN's and cuBLAS's own memory that no call of the
                                   iteration names, allocated throughout it */
+    uint64_t keyed_bytes;      /* of it, what belongs to a known handle */
+    uint64_t *lib_bytes;       /* per position: the keyed memory of the call's handle */
 } sn_model_calls;
 
 /* Fills c for the model m of trace t (m->found; its steps and tensors are

@@ -159,6 +159,12 @@ static int sn_trace_over_cap(sn_trace *t, size_t more)
     return 1;
 }
 
+void sn_trace_tensor_key(sn_trace *t, uint32_t tensor, uint64_t base, const void *key)
+{
+    if (tensor < t->ntensors && !t->tensors[tensor].freed && t->tensors[tensor].base == base)
+        t->tensors[tensor].lib_key = key;
+}
+
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site)
 {
     if (owner >= 0 && owner < SN_OWNER_COUNT) {
@@ -185,6 +191,7 @@ uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, in
     x->kind = kind;
     x->owner = owner;
     x->site = site;
+    x->lib_key = NULL;
     x->alloc_call = t->ncalls;
     x->free_call = SN_NO_CALL;
     x->freed = 0;
@@ -356,6 +363,7 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
         .workspace = c->workspace,
         .live_bytes = t->live_bytes,
         .stream = c->stream,
+        .lib_key = c->lib_handle,
         .start_ms = -1,
         .dur_ms = -1,
     };

@@ -69,6 +69,8 @@ typedef struct sn_trace_tensor {
     uint64_t base, bytes;
     int kind, owner;
     uint64_t site;         /* call-path hash of the allocation, 0 if unknown */
+    const void *lib_key;   /* library memory: the handle it belongs to (made by its create call or
+                              inside a call on it), NULL if none is known */
     uint64_t alloc_call;   /* calls logged before it was allocated */
     uint64_t free_call;    /* calls logged before it was freed; SN_NO_CALL while live */
     int freed;
@@ -97,6 +99,7 @@ typedef struct sn_trace_call {
     uint64_t workspace;
     uint64_t live_bytes;   /* device bytes allocated when the call was made */
     void *stream;
+    const void *lib_key;   /* the cuDNN, cuBLAS or cuRAND handle the call is on, NULL if none */
     double start_ms;       /* from the device's first recorded event */
     double dur_ms;
 } sn_trace_call;
@@ -184,6 +187,10 @@ void sn_trace_destroy(sn_trace *t);
 /* Records an allocation; returns its tensor id (UINT32_MAX if out of memory). */
 uint32_t sn_trace_alloc(sn_trace *t, uint64_t base, uint64_t bytes, int kind, int owner, uint64_t site);
 void sn_trace_release(sn_trace *t, uint32_t tensor);
+/* Ties library memory (tensor, live at base) to the handle it belongs to:
+ * known only once the call that made it (cudnnCreate, cublasCreate)
+ * returns. Ignored when the record was freed or reused meanwhile. */
+void sn_trace_tensor_key(sn_trace *t, uint32_t tensor, uint64_t base, const void *key);
 
 /* Counts a call and, while recording, logs it with its resolved accesses;
  * returns its index in the log, or SN_TRACE_UNRECORDED when it was only

@@ -207,11 +207,14 @@ static int sn_call_working_sets(const sn_wi_input *in, sn_wi_result *res)
             prev = s;
         }
     }
-    for (int s = 0; s < n; s++)
-        if (ws[s] > res->max_working_set || res->max_working_set_step < 0) {
-            res->max_working_set = ws[s];
+    for (int s = 0; s < n; s++) {
+        uint64_t lib = in->lib_bytes ? in->lib_bytes[s] : 0;
+        if (ws[s] + lib > res->max_working_set || res->max_working_set_step < 0) {
+            res->max_working_set = ws[s] + lib;
+            res->max_working_set_lib = lib;
             res->max_working_set_step = s;
         }
+    }
     free(ws);
     return 0;
 }
@@ -294,6 +297,7 @@ int sn_whatif(const sn_wi_input *in, sn_wi_result *res, uint64_t *mem_liveness, 
 
     if (sn_call_working_sets(in, res) != 0)
         return -1;
-    res->lower_bound = res->max_working_set + in->fixed_bytes;
+    uint64_t keyed = in->keyed_bytes < in->fixed_bytes ? in->keyed_bytes : in->fixed_bytes;
+    res->lower_bound = res->max_working_set + in->fixed_bytes - keyed;
     return 0;
 }

@@ -20,8 +20,9 @@
  *                   value crosses the iteration, counting only those live then
  *   lower bound     what libsn itself needs at least, since it can move any
  *                   tensor, weights included: the largest working set of one
- *                   call (the tensors it touches, all resident at once) plus
- *                   the memory the libraries keep for themselves
+ *                   call (the tensors it touches and the memory of the
+ *                   library handle it is on, all resident at once) plus the
+ *                   library memory of no known handle
  */
 #ifndef SN_WHATIF_H
 #define SN_WHATIF_H
@@ -57,12 +58,19 @@ typedef struct sn_wi_input {
     int ntensors;
     const sn_wi_tensor *tensor;
     uint64_t fixed_bytes;        /* memory no strategy can touch (library workspaces) */
+    /* Of fixed_bytes, what belongs to a cuDNN or cuBLAS handle (keyed_bytes):
+     * manage mode keeps it resident only for calls on that handle, so it
+     * counts in those calls' working sets (lib_bytes per position, NULL:
+     * none) and not beside every call's. */
+    const uint64_t *lib_bytes;
+    uint64_t keyed_bytes;
 } sn_wi_input;
 
 typedef struct sn_wi_result {
     uint64_t peak_liveness, peak_conv, peak_all, peak_superneurons, lower_bound;
     uint64_t carried_bytes;      /* live through the whole iteration */
-    uint64_t max_working_set;    /* the largest one-call working set */
+    uint64_t max_working_set;    /* the largest one-call working set (its handle's memory included) */
+    uint64_t max_working_set_lib;/* of it, the memory of the handle the call is on */
     int max_working_set_step;    /* the position where it is */
     int superneurons_step;       /* where SuperNeurons' bound peaks */
 } sn_wi_result;
