@@ -565,13 +565,34 @@ static int sn_copied_between(const sn_win *w, uint32_t x, int r, int c)
     return 0;
 }
 
+/* Whether a step of a later iteration (a period P or more after r) reads
+ * tensor x again with no copy from the host landing in between: a constant
+ * the program set up once (Caffe's Scale layer's vector of ones, read only
+ * by its backward pass), not a batch that arrived, which the host refills
+ * before its buffer is read in another iteration (the same iteration's
+ * backward pass may read it again: a convolution's filter gradient). */
+static int sn_read_again_uncopied(const sn_win *w, uint32_t x, int r, int P)
+{
+    for (int s = r + P; s < w->n; s++) {
+        const sn_trace_call *e = sn_wstep(w, s);
+        const sn_trace_access *a = sn_acc(w->t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if (a[j].tensor == x && sn_uses(e, a[j].mode))
+                return !sn_copied_between(w, x, r, s);
+    }
+    return 0;
+}
+
 /* Where a forward pass ending at c begins when nothing is known about the
  * one before it, other than that it ended before lo: at the last arrival
  * of data in [lo, c] used on the way to c (a copy from the host, or a
  * device copy of what came from outside the window's computation). With
  * none, at lo when anyway is set, else -1. */
-static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earliest, const sn_pass_scratch *sc)
+enum { SN_ARRIVAL_ANYWAY = 1, SN_ARRIVAL_EARLIEST = 2 };
+
+static int sn_data_arrival(const sn_win *w, int lo, int c, int P, unsigned how, const sn_pass_scratch *sc)
 {
+    int anyway = (how & SN_ARRIVAL_ANYWAY) != 0, earliest = (how & SN_ARRIVAL_EARLIEST) != 0;
     char *need = sc->need;
     const char *computed = sc->computed;
     const sn_trace *t = w->t;
@@ -638,7 +659,7 @@ static int sn_data_arrival(const sn_win *w, int lo, int c, int anyway, int earli
             int at = wr[j] == -1 ? 0 : wr[j] <= -3 ? -3 - wr[j] : lo;
             if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_SCRATCH) && at < lo &&
                 !computed[a[j].tensor] && !sn_read_between(w, a[j].tensor, at, r) &&
-                !sn_copied_between(w, a[j].tensor, r, c))
+                !sn_copied_between(w, a[j].tensor, r, c) && !sn_read_again_uncopied(w, a[j].tensor, r, P))
                 best = r;
         }
     }
@@ -830,6 +851,7 @@ static void sn_pass_values(const sn_win *w, int start, int turn, char *mark, cha
             seen[x] = 1;
             if (fill || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !(a[j].mode & SN_ACC_R)))
                 mark[x] = 1;
+
         }
     }
 }
@@ -880,7 +902,10 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
             continue;
         }
         int q = cur_turn >= 0 ? sn_pass_start(w, cur_start, cur_turn, c, &sc)
-                              : sn_data_arrival(w, cand[i - 1] + 1, c, anyway, after_tail, &sc);
+                              : sn_data_arrival(w, cand[i - 1] + 1, c, P,
+                                                (anyway ? SN_ARRIVAL_ANYWAY : 0u) |
+                                                    (after_tail ? SN_ARRIVAL_EARLIEST : 0u),
+                                                &sc);
         if (cur_turn < 0 && q < 0 && i + 1 == ncand && !anyway) {
             anyway = 1;
             i = 0;
