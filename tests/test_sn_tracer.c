@@ -922,6 +922,73 @@ static void test_model_prefetch_lands_in_another_pass(void **state)
     sn_trace_destroy(&f.t);
 }
 
+/* Caffe's loss layer reads three results on the host (a dot, an asum,
+ * then a dot of the loss value sent back), and a layer's backward pass
+ * reads a constant the host set once, before the log's window (the Scale
+ * layer's vector of ones): the pass after such a tail begins with the
+ * next batch, not at that first read of the constant, which looks like a
+ * batch a prefetch thread sent earlier until a later iteration reads it
+ * again without a copy from the host in between. */
+static void test_model_constant_read_in_backward(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f);
+    uint32_t ones = sn_trace_alloc(&f.t, 0x900000, 4096, 1, 1, 0);
+    uint32_t r1 = sn_trace_alloc(&f.t, 0xa00000, 64, 1, 1, 0), r2 = sn_trace_alloc(&f.t, 0xa10000, 64, 1, 1, 0);
+    uint32_t r3 = sn_trace_alloc(&f.t, 0xa20000, 64, 1, 1, 0), lv = sn_trace_alloc(&f.t, 0xa30000, 64, 1, 1, 0);
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL, S = SN_ACC_SCRATCH;
+    sn_trace_access o[] = {A(ones, W | K)};
+    call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, o, 1);
+    for (int it = 0; it < 6; it++) {
+        sn_trace_access a1[] = {A(f.x, W | K)};
+        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, a1, 1);
+        sn_trace_access a2[] = {A(f.label, W | K)};
+        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, a2, 1);
+        sn_trace_access c1[] = {A(f.x, R), A(f.w, R), A(f.y, W | K), A(f.ws, R | W | S)};
+        call(&f, SN_OP_CONV_FWD, SN_TC_STEP, 3, c1, 4);
+        sn_trace_access c2[] = {A(f.y, R), A(f.z, W | K)};
+        call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, c2, 2);
+        sn_trace_access c3[] = {A(f.z, R), A(f.p, W | K)};
+        call(&f, SN_OP_SOFTMAX_FWD, SN_TC_STEP, 2, c3, 2);
+        /* the loss's tail: three results read on the host */
+        sn_trace_access d1[] = {A(f.p, R), A(r1, W | K)};
+        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d1, 2);
+        sn_trace_access t1[] = {A(r1, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
+        sn_trace_access d2[] = {A(f.p, R), A(r2, W | K)};
+        call(&f, SN_OP_ASUM, SN_TC_STEP, 1, d2, 2);
+        sn_trace_access t2[] = {A(r2, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t2, 1);
+        sn_trace_access h3[] = {A(lv, W | K)};
+        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h3, 1);
+        sn_trace_access d3[] = {A(lv, R), A(r3, W | K)};
+        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d3, 2);
+        sn_trace_access t3[] = {A(r3, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t3, 1);
+        /* backward: the gradient of the loss, then a step reading the constant */
+        sn_trace_access c4[] = {A(f.p, R), A(f.label, R), A(f.dz, W | K)};
+        call(&f, SN_OP_GEAM, SN_TC_STEP, 1, c4, 3);
+        sn_trace_access c5[] = {A(f.z, R), A(f.dz, R), A(ones, R), A(f.dy, W | K)};
+        call(&f, SN_OP_GEMV, SN_TC_STEP, 1, c5, 4);
+        sn_trace_access c6[] = {A(f.x, R), A(f.dy, R), A(f.dw, W | K), A(f.ws, R | W | S)};
+        call(&f, SN_OP_CONV_BWD_FILTER, SN_TC_STEP, 3, c6, 4);
+        sn_trace_access c7[] = {A(f.dw, R), A(f.w, R | W)};
+        call(&f, SN_OP_AXPY, SN_TC_STEP, 1, c7, 2);
+    }
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, 10);
+    /* conv, relu, softmax and the three steps of the loss's tail */
+    assert_int_equal(m.fwd_steps, 6);
+    assert_int_equal(m.bwd_steps, 3);
+    assert_int_equal(m.upd_steps, 1);
+    assert_int_equal(f.t.calls[m.steps[0].call].op, SN_OP_CONV_FWD);
+    sn_model_free(&m);
+    sn_trace_destroy(&f.t);
+}
+
 static void test_trace_stops_growing_after_profile(void **state)
 {
     (void)state;
@@ -1257,6 +1324,7 @@ int main(void)
         cmocka_unit_test(test_model_failed_first_iteration_is_none),
         cmocka_unit_test(test_model_places_a_three_step_iteration),
         cmocka_unit_test(test_model_prefetch_lands_in_another_pass),
+        cmocka_unit_test(test_model_constant_read_in_backward),
         cmocka_unit_test(test_trace_stops_growing_after_profile),
         cmocka_unit_test(test_trace_cap_without_iteration),
         cmocka_unit_test(test_trace_relearns_after_a_batch_change),
