@@ -44,7 +44,6 @@ declare -A third_gaps=(
 )
 declare -A layer_gaps=(
     [resnet]="Caffe's own BatchNorm (cuBLAS reductions and element-wise kernels) and Scale, both in place, come out as one layer named blas (or within the ReLU after them), and Eltwise SUM (cuBLAS axpy) as blas, not add"
-    [lmdb]="a batch its prefetch thread copied iterations earlier gets no data layer: the first convolution reads it from nowhere, and its backward steps (which read that batch, not a value of the pass) are taken for the update"
 )
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)

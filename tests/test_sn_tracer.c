@@ -922,6 +922,76 @@ static void test_model_prefetch_lands_in_another_pass(void **state)
     sn_trace_destroy(&f.t);
 }
 
+/* Caffe's Data layer copies nothing on the training thread: the first
+ * convolution reads the buffer its prefetch thread filled iterations
+ * earlier, and the thread refills the other buffer meanwhile. The batch
+ * is still the data layer's output (a layer of no step of its own), the
+ * convolution's filter gradient, which reads it again, is the backward
+ * pass's (not an update making the batch a "weight"). */
+static void test_model_batch_read_in_place(void **state)
+{
+    (void)state;
+    fake f;
+    fake_init(&f);
+    uint32_t slot[2] = {sn_trace_alloc(&f.t, 0x900000, 1 << 20, 1, 1, 0),
+                        sn_trace_alloc(&f.t, 0xa00000, 1 << 20, 1, 1, 0)};
+    uint32_t r1 = sn_trace_alloc(&f.t, 0xb00000, 64, 1, 1, 0), r2 = sn_trace_alloc(&f.t, 0xb10000, 64, 1, 1, 0);
+    uint32_t r3 = sn_trace_alloc(&f.t, 0xb20000, 64, 1, 1, 0), lv = sn_trace_alloc(&f.t, 0xb30000, 64, 1, 1, 0);
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL, S = SN_ACC_SCRATCH;
+    sn_trace_access h0[] = {A(slot[0], W | K)};
+    call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h0, 1);
+    for (int it = 0; it < 6; it++) {
+        uint32_t x = slot[it % 2];
+        sn_trace_access c1[] = {A(x, R), A(f.w, R), A(f.y, W | K), A(f.ws, R | W | S)};
+        call(&f, SN_OP_CONV_FWD, SN_TC_STEP, 3, c1, 4);
+        /* the next batch arrives in the other buffer */
+        sn_trace_access h[] = {A(slot[(it + 1) % 2], W | K)};
+        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h, 1);
+        sn_trace_access c2[] = {A(f.y, R), A(f.z, W | K)};
+        call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, c2, 2);
+        sn_trace_access c3[] = {A(f.z, R), A(f.p, W | K)};
+        call(&f, SN_OP_SOFTMAX_FWD, SN_TC_STEP, 2, c3, 2);
+        /* the loss's tail: three results read on the host */
+        sn_trace_access d1[] = {A(f.p, R), A(r1, W | K)};
+        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d1, 2);
+        sn_trace_access t1[] = {A(r1, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
+        sn_trace_access d2[] = {A(f.p, R), A(r2, W | K)};
+        call(&f, SN_OP_ASUM, SN_TC_STEP, 1, d2, 2);
+        sn_trace_access t2[] = {A(r2, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t2, 1);
+        sn_trace_access h3[] = {A(lv, W | K)};
+        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h3, 1);
+        sn_trace_access d3[] = {A(lv, R), A(r3, W | K)};
+        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d3, 2);
+        sn_trace_access t3[] = {A(r3, R)};
+        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t3, 1);
+        sn_trace_access c4[] = {A(f.p, R), A(f.dz, W | K)};
+        call(&f, SN_OP_GEAM, SN_TC_STEP, 1, c4, 2);
+        sn_trace_access c5[] = {A(f.z, R), A(f.dz, R), A(f.dy, W | K)};
+        call(&f, SN_OP_ACT_BWD, SN_TC_STEP, 2, c5, 3);
+        sn_trace_access c6[] = {A(x, R), A(f.dy, R), A(f.dw, W | K), A(f.ws, R | W | S)};
+        call(&f, SN_OP_CONV_BWD_FILTER, SN_TC_STEP, 3, c6, 4);
+        sn_trace_access c7[] = {A(f.dw, R), A(f.w, R | W)};
+        call(&f, SN_OP_AXPY, SN_TC_STEP, 1, c7, 2);
+    }
+    sn_model m;
+    assert_int_equal(sn_model_build(&f.t, &m), 0);
+    assert_true(m.found);
+    assert_int_equal(m.period, 10);
+    assert_int_equal(m.fwd_steps, 6); /* conv, relu, softmax, the loss's tail */
+    assert_int_equal(m.bwd_steps, 3); /* the loss's gradient, ReLU's, the filter's */
+    assert_int_equal(m.upd_steps, 1);
+    assert_int_equal(m.nlayers, 4); /* data, conv, relu, softmax with the loss's tail */
+    assert_string_equal(m.layers[0].type, "data");
+    assert_int_equal(m.layers[0].nfwd, 0);
+    assert_string_equal(m.layers[1].type, "conv");
+    assert_int_equal(m.layers[1].nin, 1);
+    assert_int_equal(m.edge_layer[m.layers[1].in_begin], 0);
+    sn_model_free(&m);
+    sn_trace_destroy(&f.t);
+}
+
 /* Caffe's loss layer reads three results on the host (a dot, an asum,
  * then a dot of the loss value sent back), and a layer's backward pass
  * reads a constant the host set once, before the log's window (the Scale
@@ -1325,6 +1395,7 @@ int main(void)
         cmocka_unit_test(test_model_places_a_three_step_iteration),
         cmocka_unit_test(test_model_prefetch_lands_in_another_pass),
         cmocka_unit_test(test_model_constant_read_in_backward),
+        cmocka_unit_test(test_model_batch_read_in_place),
         cmocka_unit_test(test_trace_stops_growing_after_profile),
         cmocka_unit_test(test_trace_cap_without_iteration),
         cmocka_unit_test(test_trace_relearns_after_a_batch_change),

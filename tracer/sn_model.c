@@ -827,10 +827,46 @@ typedef struct sn_wpass {
     int start, turn, bwd_end, end, training;
 } sn_wpass;
 
+/* Per trace tensor, whether it holds batches the host sends (1): only
+ * copies from the host write it in the log, and one writes it again after
+ * a step read it (refilled once consumed: a buffer Caffe's prefetch thread
+ * fills iterations before the pass that reads it). A constant the host set
+ * up once, or anything a call on the device writes, is not. NULL when out
+ * of memory. */
+enum { SN_HB_COPIED = 1, SN_HB_COMPUTED = 2, SN_HB_READ = 4, SN_HB_REFILLED = 8 };
+
+static char *sn_host_batches(const sn_trace *t)
+{
+    char *by = calloc(sn_count((long)t->ntensors), 1);
+    if (!by)
+        return NULL;
+    for (uint64_t k = t->log_begin; k < t->ncalls; k++) {
+        const sn_trace_call *e = &t->calls[k];
+        if (!sn_ok(e))
+            continue;
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc; j++) {
+            char *x = &by[a[j].tensor];
+            if ((a[j].mode & SN_ACC_R) && (e->flags & SN_TC_STEP))
+                *x |= SN_HB_READ;
+            if (!(a[j].mode & SN_ACC_W))
+                continue;
+            if (e->op != SN_OP_MEMCPY_H2D)
+                *x |= SN_HB_COMPUTED;
+            else
+                *x |= SN_HB_COPIED | (*x & SN_HB_READ ? SN_HB_REFILLED : 0);
+        }
+    }
+    for (size_t i = 0; i < t->ntensors; i++)
+        by[i] = (by[i] & (SN_HB_COPIED | SN_HB_COMPUTED | SN_HB_REFILLED)) == (SN_HB_COPIED | SN_HB_REFILLED);
+    return by;
+}
+
 /* Tensors the forward pass [start, turn] produces (marked 1): those it
  * first touches by writing them: a copy from the host, an exact write
  * that does not read, or a step that only initialises a buffer. */
-static void sn_pass_values(const sn_win *w, int start, int turn, char *mark, char *seen)
+
+static void sn_pass_values(const sn_win *w, int start, int turn, const char *batch, char *mark, char *seen)
 {
     const sn_trace *t = w->t;
     memset(mark, 0, t->ntensors);
@@ -851,6 +887,12 @@ static void sn_pass_values(const sn_win *w, int start, int turn, char *mark, cha
             seen[x] = 1;
             if (fill || (sn_exact(e) && (a[j].mode & SN_ACC_W) && !(a[j].mode & SN_ACC_R)))
                 mark[x] = 1;
+            /* a batch the host sent before the pass (Caffe's prefetch
+             * thread, iterations ahead): only copies from the host write
+             * it, and the pass's backward steps read it too (a filter's
+             * gradient) */
+            else if (batch && batch[x] && (a[j].mode & SN_ACC_R) && e->op != SN_OP_MEMCPY_D2H)
+                mark[x] = 1;
 
         }
     }
@@ -866,6 +908,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     char *need = malloc(sn_count(w->n));
     char *mark = malloc(sn_count((long)t->ntensors)), *seen = malloc(sn_count((long)t->ntensors));
     char *computed = malloc(sn_count((long)t->ntensors));
+    char *batch = NULL;
     int np = -1;
     if (!cand || !need || !mark || !seen || !computed)
         goto done;
@@ -923,6 +966,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
     }
     if (cur_turn >= 0)
         out[np++] = (sn_wpass){cur_start, cur_turn, 0, 0, 0};
+    batch = sn_host_batches(t);
     for (int k = 0; k < np; k++) {
         sn_wpass *p = &out[k];
         p->end = k + 1 < np ? out[k + 1].start : w->n;
@@ -930,7 +974,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
             p->end = p->start + P;
         /* the backward pass runs to the last step touching a value the
          * forward pass produced */
-        sn_pass_values(w, p->start, p->turn, mark, seen);
+        sn_pass_values(w, p->start, p->turn, batch, mark, seen);
         int last = p->turn;
         for (int s = p->turn + 1; s < p->end; s++) {
             const sn_trace_call *e = sn_wstep(w, s);
@@ -943,6 +987,7 @@ static int sn_find_passes(const sn_win *w, int P, sn_wpass *out)
         p->training = p->bwd_end > p->turn + 1;
     }
 done:
+    free(batch);
     free(computed);
     free(cand);
     free(need);
@@ -1508,6 +1553,7 @@ static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
     return 0;
 }
 
+
 /* The reference pass's forward steps into layers. */
 static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
 {
@@ -1524,8 +1570,22 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
         upto++;
     for (uint64_t c = sn_first_call_at(b, first); c < b->w.step_call[b->w.s0 + (size_t)upto]; c++)
         h2d |= b->t->calls[c].op == SN_OP_MEMCPY_H2D && sn_ok(&b->t->calls[c]);
+    /* or no copy at all on this thread: the pass reads a batch the host
+     * sent earlier (Caffe's Data layer hands its forward pass a buffer its
+     * prefetch thread filled): a data layer of no step of its own */
+    int sent = 0;
+    if (s == first && !h2d) {
+        char *host = sn_host_batches(t);
+        for (int r = first; host && r <= last && !sent; r++) {
+            const sn_trace_call *e = sn_wstep(&b->w, r);
+            const sn_trace_access *a = sn_acc(t, e);
+            for (int j = 0; j < e->nacc && !sent; j++)
+                sent = host[a[j].tensor] && !b->is_weight[a[j].tensor] && sn_uses(e, a[j].mode);
+        }
+        free(host);
+    }
     b->data_layer = -1;
-    if (s > first || h2d) {
+    if (s > first || h2d || sent) {
         uint64_t main = b->w.step_call[b->w.s0 + (size_t)first];
         for (uint64_t c = sn_first_call_at(b, first); c < main; c++)
             if (b->t->calls[c].op == SN_OP_MEMCPY_H2D && sn_ok(&b->t->calls[c])) {
@@ -1732,11 +1792,13 @@ static void sn_edge_add(sn_edges *E, int producer, int consumer, uint32_t tensor
     E->v[E->n++] = (sn_model_edge){producer, consumer, tensor};
 }
 
+
 /* Edges of the reference pass's forward steps: a step reading a value
  * another layer produced. Leaves b->producer as the pass leaves it. */
 static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
 {
     const sn_trace *t = b->t;
+    char *host = b->data_layer >= 0 ? sn_host_batches(t) : NULL;
     for (size_t i = 0; i < t->ntensors; i++)
         b->producer[i] = -1;
     for (uint64_t c = sn_first_call_at(b, f->first); c <= b->w.step_call[b->w.s0 + (size_t)f->last]; c++) {
@@ -1750,8 +1812,14 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
         if (is_step && !f->init[p])
             for (int j = 0; j < e->nacc; j++) {
                 uint32_t x = a[j].tensor;
-                if (f->value[x] && sn_uses(e, a[j].mode))
-                    sn_edge_add(E, b->producer[x], l, x);
+                if (!sn_uses(e, a[j].mode))
+                    continue;
+                int from = b->producer[x];
+                if (from < 0 && host && host[x] && l != b->data_layer && !b->is_weight[x])
+                    from = b->producer[x] = b->data_layer;
+                else if (!f->value[x])
+                    continue;
+                sn_edge_add(E, from, l, x);
             }
         for (int j = 0; j < e->nacc; j++) {
             uint32_t x = a[j].tensor;
@@ -1765,6 +1833,7 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
             }
         }
     }
+    free(host);
 }
 
 /* Values the other forward passes produce (an evaluation pass's own
