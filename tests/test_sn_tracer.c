@@ -922,6 +922,39 @@ static void test_model_prefetch_lands_in_another_pass(void **state)
     sn_trace_destroy(&f.t);
 }
 
+/* Caffe's loss layer's tail: a dot of the softmax's output, the asum of
+ * the per-image losses, and a dot of the loss value the host sends back,
+ * each result read on the host. */
+typedef struct tail_bufs {
+    uint32_t r1, r2, r3, lv;
+} tail_bufs;
+
+static tail_bufs tail_alloc(fake *f, uint64_t at)
+{
+    tail_bufs b = {sn_trace_alloc(&f->t, at, 64, 1, 1, 0), sn_trace_alloc(&f->t, at + 0x10000, 64, 1, 1, 0),
+                   sn_trace_alloc(&f->t, at + 0x20000, 64, 1, 1, 0), sn_trace_alloc(&f->t, at + 0x30000, 64, 1, 1, 0)};
+    return b;
+}
+
+static void loss_tail(fake *f, const tail_bufs *b)
+{
+    const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL;
+    sn_trace_access d1[] = {A(f->p, R), A(b->r1, W | K)};
+    call(f, SN_OP_DOT, SN_TC_STEP, 1, d1, 2);
+    sn_trace_access t1[] = {A(b->r1, R)};
+    call(f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
+    sn_trace_access d2[] = {A(f->p, R), A(b->r2, W | K)};
+    call(f, SN_OP_ASUM, SN_TC_STEP, 1, d2, 2);
+    sn_trace_access t2[] = {A(b->r2, R)};
+    call(f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t2, 1);
+    sn_trace_access h3[] = {A(b->lv, W | K)};
+    call(f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h3, 1);
+    sn_trace_access d3[] = {A(b->lv, R), A(b->r3, W | K)};
+    call(f, SN_OP_DOT, SN_TC_STEP, 1, d3, 2);
+    sn_trace_access t3[] = {A(b->r3, R)};
+    call(f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t3, 1);
+}
+
 /* Caffe's Data layer copies nothing on the training thread: the first
  * convolution reads the buffer its prefetch thread filled iterations
  * earlier, and the thread refills the other buffer meanwhile. The batch
@@ -935,8 +968,7 @@ static void test_model_batch_read_in_place(void **state)
     fake_init(&f);
     uint32_t slot[2] = {sn_trace_alloc(&f.t, 0x900000, 1 << 20, 1, 1, 0),
                         sn_trace_alloc(&f.t, 0xa00000, 1 << 20, 1, 1, 0)};
-    uint32_t r1 = sn_trace_alloc(&f.t, 0xb00000, 64, 1, 1, 0), r2 = sn_trace_alloc(&f.t, 0xb10000, 64, 1, 1, 0);
-    uint32_t r3 = sn_trace_alloc(&f.t, 0xb20000, 64, 1, 1, 0), lv = sn_trace_alloc(&f.t, 0xb30000, 64, 1, 1, 0);
+    tail_bufs lt = tail_alloc(&f, 0xb00000);
     const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL, S = SN_ACC_SCRATCH;
     sn_trace_access h0[] = {A(slot[0], W | K)};
     call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h0, 1);
@@ -951,21 +983,7 @@ static void test_model_batch_read_in_place(void **state)
         call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, c2, 2);
         sn_trace_access c3[] = {A(f.z, R), A(f.p, W | K)};
         call(&f, SN_OP_SOFTMAX_FWD, SN_TC_STEP, 2, c3, 2);
-        /* the loss's tail: three results read on the host */
-        sn_trace_access d1[] = {A(f.p, R), A(r1, W | K)};
-        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d1, 2);
-        sn_trace_access t1[] = {A(r1, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
-        sn_trace_access d2[] = {A(f.p, R), A(r2, W | K)};
-        call(&f, SN_OP_ASUM, SN_TC_STEP, 1, d2, 2);
-        sn_trace_access t2[] = {A(r2, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t2, 1);
-        sn_trace_access h3[] = {A(lv, W | K)};
-        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h3, 1);
-        sn_trace_access d3[] = {A(lv, R), A(r3, W | K)};
-        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d3, 2);
-        sn_trace_access t3[] = {A(r3, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t3, 1);
+        loss_tail(&f, &lt);
         sn_trace_access c4[] = {A(f.p, R), A(f.dz, W | K)};
         call(&f, SN_OP_GEAM, SN_TC_STEP, 1, c4, 2);
         sn_trace_access c5[] = {A(f.z, R), A(f.dz, R), A(f.dy, W | K)};
@@ -1005,8 +1023,7 @@ static void test_model_constant_read_in_backward(void **state)
     fake f;
     fake_init(&f);
     uint32_t ones = sn_trace_alloc(&f.t, 0x900000, 4096, 1, 1, 0);
-    uint32_t r1 = sn_trace_alloc(&f.t, 0xa00000, 64, 1, 1, 0), r2 = sn_trace_alloc(&f.t, 0xa10000, 64, 1, 1, 0);
-    uint32_t r3 = sn_trace_alloc(&f.t, 0xa20000, 64, 1, 1, 0), lv = sn_trace_alloc(&f.t, 0xa30000, 64, 1, 1, 0);
+    tail_bufs lt = tail_alloc(&f, 0xa00000);
     const uint8_t R = SN_ACC_R, W = SN_ACC_W, K = SN_ACC_KILL, S = SN_ACC_SCRATCH;
     sn_trace_access o[] = {A(ones, W | K)};
     call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, o, 1);
@@ -1021,21 +1038,7 @@ static void test_model_constant_read_in_backward(void **state)
         call(&f, SN_OP_ACT_FWD, SN_TC_STEP, 2, c2, 2);
         sn_trace_access c3[] = {A(f.z, R), A(f.p, W | K)};
         call(&f, SN_OP_SOFTMAX_FWD, SN_TC_STEP, 2, c3, 2);
-        /* the loss's tail: three results read on the host */
-        sn_trace_access d1[] = {A(f.p, R), A(r1, W | K)};
-        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d1, 2);
-        sn_trace_access t1[] = {A(r1, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t1, 1);
-        sn_trace_access d2[] = {A(f.p, R), A(r2, W | K)};
-        call(&f, SN_OP_ASUM, SN_TC_STEP, 1, d2, 2);
-        sn_trace_access t2[] = {A(r2, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t2, 1);
-        sn_trace_access h3[] = {A(lv, W | K)};
-        call(&f, SN_OP_MEMCPY_H2D, SN_TC_TRANSFER, 1, h3, 1);
-        sn_trace_access d3[] = {A(lv, R), A(r3, W | K)};
-        call(&f, SN_OP_DOT, SN_TC_STEP, 1, d3, 2);
-        sn_trace_access t3[] = {A(r3, R)};
-        call(&f, SN_OP_MEMCPY_D2H, SN_TC_TRANSFER, 1, t3, 1);
+        loss_tail(&f, &lt);
         /* backward: the gradient of the loss, then a step reading the constant */
         sn_trace_access c4[] = {A(f.p, R), A(f.label, R), A(f.dz, W | K)};
         call(&f, SN_OP_GEAM, SN_TC_STEP, 1, c4, 3);
