@@ -359,9 +359,10 @@ static int sn_managing(void)
     return sn_opt.mode == SN_MODE_MANAGE && sn_core_ready;
 }
 
-/* A call on a cuDNN or cuBLAS handle in progress on this thread (manage
- * mode): the library's allocations inside it belong to the handle and
- * stay pinned until the call returns. */
+/* A call on a cuDNN or cuBLAS handle, or a handle's creation, in progress
+ * on this thread: the library's allocations inside it belong to the handle
+ * (the trace keys them to it) and, in manage mode, stay pinned until the
+ * call returns. */
 typedef struct sn_lib_traced {
     int dev;
     uint32_t id;
@@ -489,7 +490,6 @@ static void sn_own_work_end(int lib)
 {
     sn_thread.lib = lib;
 }
-
 
 /* (inline: every call on a handle opens and closes one) */
 static inline void sn_lib_scope_open(sn_arena *ar, void *handle)

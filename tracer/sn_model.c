@@ -864,8 +864,8 @@ static char *sn_host_batches(const sn_trace *t)
 
 /* Tensors the forward pass [start, turn] produces (marked 1): those it
  * first touches by writing them: a copy from the host, an exact write
- * that does not read, or a step that only initialises a buffer. */
-
+ * that does not read, or a step that only initialises a buffer; and the
+ * batches the host sent ahead that it reads (batch[], sn_host_batches). */
 static void sn_pass_values(const sn_win *w, int start, int turn, const char *batch, char *mark, char *seen)
 {
     const sn_trace *t = w->t;
@@ -893,7 +893,6 @@ static void sn_pass_values(const sn_win *w, int start, int turn, const char *bat
              * gradient) */
             else if (batch && batch[x] && (a[j].mode & SN_ACC_R) && e->op != SN_OP_MEMCPY_D2H)
                 mark[x] = 1;
-
         }
     }
 }
@@ -1255,6 +1254,7 @@ typedef struct sn_build {
     int *owner;                /* per trace tensor: layer owning it, -1 */
     int *producer;             /* per trace tensor: layer whose forward step produced it last */
     char *conv_out;            /* per trace tensor: a convolution produced it first */
+    char *host_batch;          /* per trace tensor: sn_host_batches (NULL: none known) */
     int ref;                   /* index of the reference pass (the first training pass) */
     int data_layer;
     int cap_layers;
@@ -1553,7 +1553,6 @@ static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
     return 0;
 }
 
-
 /* The reference pass's forward steps into layers. */
 static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
 {
@@ -1573,16 +1572,13 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
     /* or no copy at all on this thread: the pass reads a batch the host
      * sent earlier (Caffe's Data layer hands its forward pass a buffer its
      * prefetch thread filled): a data layer of no step of its own */
+    const char *host = b->host_batch;
     int sent = 0;
-    if (s == first && !h2d) {
-        char *host = sn_host_batches(t);
-        for (int r = first; host && r <= last && !sent; r++) {
-            const sn_trace_call *e = sn_wstep(&b->w, r);
-            const sn_trace_access *a = sn_acc(t, e);
-            for (int j = 0; j < e->nacc && !sent; j++)
-                sent = host[a[j].tensor] && !b->is_weight[a[j].tensor] && sn_uses(e, a[j].mode);
-        }
-        free(host);
+    for (int r = first; s == first && !h2d && host && r <= last && !sent; r++) {
+        const sn_trace_call *e = sn_wstep(&b->w, r);
+        const sn_trace_access *a = sn_acc(t, e);
+        for (int j = 0; j < e->nacc && !sent; j++)
+            sent = host[a[j].tensor] && !b->is_weight[a[j].tensor] && sn_uses(e, a[j].mode);
     }
     b->data_layer = -1;
     if (s > first || h2d || sent) {
@@ -1792,13 +1788,12 @@ static void sn_edge_add(sn_edges *E, int producer, int consumer, uint32_t tensor
     E->v[E->n++] = (sn_model_edge){producer, consumer, tensor};
 }
 
-
 /* Edges of the reference pass's forward steps: a step reading a value
  * another layer produced. Leaves b->producer as the pass leaves it. */
 static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
 {
     const sn_trace *t = b->t;
-    char *host = b->data_layer >= 0 ? sn_host_batches(t) : NULL;
+    const char *host = b->data_layer >= 0 ? b->host_batch : NULL;
     for (size_t i = 0; i < t->ntensors; i++)
         b->producer[i] = -1;
     for (uint64_t c = sn_first_call_at(b, f->first); c <= b->w.step_call[b->w.s0 + (size_t)f->last]; c++) {
@@ -1833,7 +1828,6 @@ static void sn_forward_edges(sn_build *b, const sn_fwdinfo *f, sn_edges *E)
             }
         }
     }
-    free(host);
 }
 
 /* Values the other forward passes produce (an evaluation pass's own
@@ -2348,8 +2342,11 @@ static int sn_build_forward(sn_build *b, sn_fwdinfo *f, sn_edges *E)
     while (b->ref < m->npasses - 1 && !m->passes[b->ref].training)
         b->ref++;
     const sn_model_pass *ref = &m->passes[b->ref];
+    /* (out of memory: no batch known, the pass's own copies still open it) */
+    b->host_batch = sn_host_batches(b->t);
+    int rc = -1;
     if (sn_fwdinfo_init(b, f, ref->first, ref->turn) != 0 || sn_forward_layers(b, f) != 0)
-        return -1;
+        goto out;
     for (int k = 0; k < m->npasses; k++)
         if (k != b->ref)
             sn_map_pass(b, ref, &m->passes[k]);
@@ -2357,7 +2354,11 @@ static int sn_build_forward(sn_build *b, sn_fwdinfo *f, sn_edges *E)
     for (int k = 0; k < m->npasses; k++)
         if (k != b->ref)
             sn_other_values(b, &m->passes[k], f->value);
-    return 0;
+    rc = 0;
+out:
+    free(b->host_batch);
+    b->host_batch = NULL;
+    return rc;
 }
 
 /* Fills of pass p's backward steps: a fill uses nothing, so it joins the
