@@ -64,6 +64,7 @@ enum sn_kernel_kind {
     SN_KK_BATCHNORM,
     SN_KK_CONCAT,
     SN_KK_ELTWISE,
+    SN_KK_SCALE,
     SN_KK_COUNT
 };
 
@@ -71,7 +72,7 @@ enum sn_kernel_kind {
 static inline const char *sn_kernel_kind_name(int kind)
 {
     static const char *const names[SN_KK_COUNT] = {
-        "kernel", "maxpool", "avgpool", "dropout", "lrn", "relu", "loss", "softmax", "batchnorm", "concat", "eltwise"};
+        "kernel", "maxpool", "avgpool", "dropout", "lrn", "relu", "loss", "softmax", "batchnorm", "concat", "eltwise", "scale"};
     return kind > 0 && kind < SN_KK_COUNT ? names[kind] : "kernel";
 }
 
@@ -90,6 +91,10 @@ static inline int sn_kernel_kind(const char *name)
         {"stopool", SN_KK_AVGPOOL}, {"dropout", SN_KK_DROPOUT}, {"lrn", SN_KK_LRN},
         {"loss", SN_KK_LOSS},       {"relu", SN_KK_RELU},       {"softmax", SN_KK_SOFTMAX},
         {"batchnorm", SN_KK_BATCHNORM}, {"concat", SN_KK_CONCAT}, {"eltwise", SN_KK_ELTWISE},
+        /* Caffe's Scale layer (ScaleForward, ScaleBiasForward); not
+         * "scale", which Darknet's batch normalisation kernels inside a
+         * convolutional layer carry (scale_bias_kernel) */
+        {"scaleforward", SN_KK_SCALE}, {"scalebias", SN_KK_SCALE},
     };
     if (!name)
         return SN_KK_NONE;

@@ -1459,9 +1459,10 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
     const sn_arena_use *uses = u->use;
     uint64_t need = 0;
     int rc = SN_ARENA_OK;
-    if (n || all || c->lib_handle || scratch) {
+    void *lib_mem = c->lib_memory ? c->lib_handle : NULL;
+    if (n || all || lib_mem || scratch) {
         int lib = sn_own_work_begin();
-        sn_arena_request rq = {uses, n, all, c->lib_handle, scratch, c->stream, pos};
+        sn_arena_request rq = {uses, n, all, lib_mem, scratch, c->stream, pos};
         rc = sn_arena_acquire(ar, &rq, &t->held, &need);
         sn_own_work_end(lib);
         if (rc != SN_ARENA_OK)

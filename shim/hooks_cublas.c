@@ -10,11 +10,24 @@
 #include "shim/sn_describe.h"
 #include "shim/sn_wrap.h"
 
+/* Whether a cuBLAS call of kind op may use the handle's default workspace:
+ * the GEMM family may (split-K and the like, whenever the library likes),
+ * and so may what reduces (partial sums) or multiplies a matrix by a
+ * vector, which the library does not document either way; axpy, scal and
+ * copy map each element on its own and need nothing beside their vectors.
+ * A weight decay's axpy then needs its two vectors resident, not the
+ * handle's 4 MiB too. */
+static inline int sn_blas_uses_handle_memory(int op)
+{
+    return op != SN_OP_AXPY && op != SN_OP_SCAL && op != SN_OP_BLAS_COPY;
+}
+
 #define SN_BLAS_BEGIN(name, op, handle, args)                                  \
     SN_PROLOGUE(CUBLAS, name, args)                                            \
     SN_CALL_DECL(c);                                                           \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_blas_stream(handle)); \
-    c.lib_handle = (void *)(handle);
+    c.lib_handle = (void *)(handle);                                           \
+    c.lib_memory = sn_blas_uses_handle_memory(op);
 
 #define SN_BLAS_END(args) SN_FORWARD_STEP(&c, cublasStatus_t, CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, args)
 

@@ -48,12 +48,13 @@ for expect in "$here"/corpus/*.expect; do
     # Manage mode below the peak (64 KiB granules so that these small
     # programs' tensors move one by one): half of the peak as allocated
     # (the libraries' memory included: it moves too, between the calls on
-    # its handle), or the largest step's working set with all of the
-    # libraries' memory if that is more; then the smallest budget that
-    # run's report measured as feasible.
+    # its handle), or the lower bound if that is more (the largest step's
+    # working set or allocation with the libraries' memory of no known
+    # handle); then the smallest budget that run's report measured as
+    # feasible.
     budgets=$(python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))["devices"][0]; w=d["whatif"]
-print(max(d["run"]["peak_bytes"] // 2, w["max_working_set"] + w["library"]) + (1 << 20))' "$tmp/$name.json" 2>/dev/null)
+print(max(d["run"]["peak_bytes"] // 2, w["lower_bound"]) + (1 << 20))' "$tmp/$name.json" 2>/dev/null)
     for which in half smallest; do
         if [ $which = smallest ]; then
             budgets=$(python3 -c 'import json,sys

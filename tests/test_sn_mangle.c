@@ -35,6 +35,9 @@ static void test_kernel_kinds(void **state)
     assert_int_equal(sn_kernel_kind("_ZN5caffe16LRNComputeOutputIfEEviPKT_S3_S1_PS1_"), SN_KK_LRN);
     assert_string_equal(sn_kernel_kind_name(SN_KK_MAXPOOL), "maxpool");
     assert_int_equal(sn_kernel_kind("_ZN5caffe17im2col_gpu_kernelIfEEviPKT_iiiiiiiiiiiiPS1_"), SN_KK_NONE);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe16ScaleBiasForwardIfEEviPKT_S3_S3_iiPS1_"), SN_KK_SCALE);
+    assert_int_equal(sn_kernel_kind("_ZN5caffe12ScaleForwardIfEEviPKT_S3_iiPS1_"), SN_KK_SCALE);
+    assert_int_equal(sn_kernel_kind("scale_bias_kernel"), SN_KK_NONE);
     assert_int_equal(sn_kernel_kind(NULL), SN_KK_NONE);
     assert_string_equal(sn_kernel_kind_name(SN_KK_NONE), "kernel");
 }

@@ -317,7 +317,7 @@ static void test_planmodel_small_network(void **state)
                                 .alloc_step = P->alloc_step, .free_step = P->free_step};
     }
     _Static_assert(sizeof(sn_wi_access) == sizeof(sn_plan_access), "same layout");
-    sn_wi_input in = {pm.nsteps, pm.backward_start, NULL, pm.ntensors, wt_, pm.fixed_bytes, NULL, 0};
+    sn_wi_input in = {pm.nsteps, pm.backward_start, NULL, pm.ntensors, wt_, pm.fixed_bytes, NULL, 0, 0};
     sn_wi_result r;
     assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
     assert_int_equal(r.peak_liveness, m.peak_live);

@@ -208,7 +208,7 @@ static void test_whatif_peaks(void **state)
         {.bytes = 1 * MB, .offload = SN_WI_KEEP, .naccess = 2, .access = dw_acc},
     };
     int group[6] = {0, 1, 2, 3, 4, 5};
-    sn_wi_input in = {6, 3, group, 7, t, 0, NULL, 0};
+    sn_wi_input in = {6, 3, group, 7, t, 0, NULL, 0, 0};
     sn_wi_result r;
     uint64_t live[6], conv[6], all[6];
     assert_int_equal(sn_whatif(&in, &r, live, conv, all), 0);
@@ -259,7 +259,7 @@ static void test_whatif_handle_memory(void **state)
     /* step 1 (a and b: 12) on a 1 MiB handle, step 2 (b: 2) on a 4 MiB
      * one; 2 MiB of library memory belong to no known handle */
     const uint64_t lib[3] = {0, 1 * MB, 4 * MB};
-    sn_wi_input in = {3, 3, NULL, 2, t, 7 * MB, lib, 5 * MB};
+    sn_wi_input in = {3, 3, NULL, 2, t, 7 * MB, lib, 5 * MB, 4 * MB};
     sn_wi_result r;
     assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
     assert_true(r.peak_liveness == 19 * MB);
@@ -273,6 +273,16 @@ static void test_whatif_handle_memory(void **state)
     assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
     assert_true(r.max_working_set == 12 * MB);
     assert_true(r.lower_bound == 19 * MB);
+    /* small tensors, and no call that uses a handle's memory (cuBLAS's
+     * element-wise calls): the 4 MiB handle must still fit when it is made */
+    const uint64_t none[3] = {0, 0, 0};
+    t[0].bytes = t[1].bytes = 1 * MB;
+    in.lib_bytes = none;
+    in.keyed_bytes = 5 * MB;
+    assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
+    assert_true(r.max_working_set == 2 * MB);
+    assert_true(r.largest_alloc == 4 * MB);
+    assert_true(r.lower_bound == 6 * MB);
 }
 
 /* A group of steps (one layer pass) whose tensors are never live at the
@@ -289,7 +299,7 @@ static void test_whatif_superneurons_within_liveness(void **state)
         {.bytes = 10 * MB, .naccess = 2, .access = b_acc},
     };
     int group[4] = {0, 0, 0, 0};
-    sn_wi_input in = {4, 4, group, 2, t, 3 * MB, NULL, 0};
+    sn_wi_input in = {4, 4, group, 2, t, 3 * MB, NULL, 0, 0};
     sn_wi_result r;
     assert_int_equal(sn_whatif(&in, &r, NULL, NULL, NULL), 0);
     assert_true(r.peak_liveness == 13 * MB);
@@ -309,7 +319,7 @@ static void test_whatif_lifetime_clipped(void **state)
         {.bytes = 4 * MB, .naccess = 2, .access = k_acc, .bounded = 1, .alloc_step = 1, .free_step = 3},
         {.bytes = 1 * MB, .naccess = 2, .access = w_acc},
     };
-    sn_wi_input in = {6, 3, NULL, 2, t, 0, NULL, 0};
+    sn_wi_input in = {6, 3, NULL, 2, t, 0, NULL, 0, 0};
     sn_wi_result r;
     uint64_t live[6];
     assert_int_equal(sn_whatif(&in, &r, live, NULL, NULL), 0);
@@ -338,7 +348,7 @@ static void test_whatif_reused_buffer(void **state)
     static const sn_wi_access buf[] = {{0, SN_ACC_W | SN_ACC_KILL}, {2, SN_ACC_R},
                                        {3, SN_ACC_W | SN_ACC_KILL}, {5, SN_ACC_R}};
     sn_wi_tensor t[] = {{.bytes = 100, .naccess = 2, .access = ws}, {.bytes = 10, .naccess = 4, .access = buf}};
-    sn_wi_input in = {6, 3, NULL, 2, t, 5, NULL, 0};
+    sn_wi_input in = {6, 3, NULL, 2, t, 5, NULL, 0, 0};
     sn_wi_result r;
     uint64_t live[6];
     assert_int_equal(sn_whatif(&in, &r, live, NULL, NULL), 0);
@@ -372,6 +382,7 @@ static void call(fake *f, int op, unsigned flags, int nshape, const sn_trace_acc
         c.lib_handle = &fake_cublas;
     else if (fake_handles && flags == SN_TC_STEP && op != SN_OP_MEMSET)
         c.lib_handle = &fake_cudnn;
+    c.lib_memory = c.lib_handle && op != SN_OP_AXPY; /* as the shim says of cuBLAS's axpy */
     int dim[4] = {fake_batch, 4, 8, 8};
     for (int i = 0; i < nshape; i++)
         sn_call_shape(&c, 4, dim);
@@ -463,6 +474,28 @@ static void test_model_handle_memory(void **state)
     assert_true(m.lower_bound == 5 * MB + 128);
     assert_true(m.lower_bound <= m.peak_live && m.budget >= m.lower_bound);
     sn_model_free(&m);
+}
+
+/* A call that cannot use its handle's memory (cuBLAS's axpy) is logged
+ * without the handle's key, so the what-if leaves that memory out of its
+ * working set; one that may use it carries the key. */
+static void test_trace_call_handle_memory(void **state)
+{
+    (void)state;
+    sn_trace t;
+    sn_trace_init(&t, 0);
+    sn_call c;
+    sn_call_init(&c, 0, SN_OP_AXPY, 0, NULL);
+    c.lib_handle = &fake_cublas;
+    int64_t axpy = sn_trace_call_add(&t, &c, SN_TC_STEP, NULL, 0);
+    sn_call_init(&c, 0, SN_OP_GEMM, 0, NULL);
+    c.lib_handle = &fake_cublas;
+    c.lib_memory = 1;
+    int64_t gemm = sn_trace_call_add(&t, &c, SN_TC_STEP, NULL, 0);
+    assert_true(axpy >= 0 && gemm >= 0);
+    assert_null(t.calls[axpy].lib_key);
+    assert_ptr_equal(t.calls[gemm].lib_key, &fake_cublas);
+    sn_trace_destroy(&t);
 }
 
 static void test_model_small_network(void **state)
@@ -1390,6 +1423,7 @@ int main(void)
         cmocka_unit_test(test_whatif_lifetime_clipped),
         cmocka_unit_test(test_model_small_network),
         cmocka_unit_test(test_model_handle_memory),
+        cmocka_unit_test(test_trace_call_handle_memory),
         cmocka_unit_test(test_model_check_and_phases),
         cmocka_unit_test(test_profile_waits_for_longer_iteration),
         cmocka_unit_test(test_model_no_iteration),

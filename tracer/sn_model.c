@@ -1365,6 +1365,7 @@ static void sn_find_weights(sn_build *b)
 typedef struct sn_fwdinfo {
     int first, last;           /* the reference pass's forward steps */
     int *ffirst, *flast;       /* per trace tensor: first / last non-initialising forward touch */
+    int *lastw;                /* per trace tensor: the last non-initialising forward step changing it */
     char *value;               /* per trace tensor: produced by the pass */
     char *init;                /* per step: only initialises (a fill, a prologue) */
     char *tail;                /* per step: computes the result the host reads */
@@ -1406,16 +1407,17 @@ static int sn_fwdinfo_init(sn_build *b, sn_fwdinfo *f, int first, int last)
     f->last = last;
     f->ffirst = malloc(sn_count((long)t->ntensors) * sizeof *f->ffirst);
     f->flast = malloc(sn_count((long)t->ntensors) * sizeof *f->flast);
+    f->lastw = malloc(sn_count((long)t->ntensors) * sizeof *f->lastw);
     f->value = calloc(sn_count((long)t->ntensors), 1);
     f->init = calloc(sn_count(b->P), 1);
     f->tail = calloc(sn_count(b->P), 1);
     char *seen = calloc(sn_count((long)t->ntensors), 1);
-    if (!f->ffirst || !f->flast || !f->value || !f->init || !f->tail || !seen) {
+    if (!f->ffirst || !f->flast || !f->lastw || !f->value || !f->init || !f->tail || !seen) {
         free(seen);
         return -1;
     }
     for (size_t i = 0; i < t->ntensors; i++)
-        f->ffirst[i] = f->flast[i] = -1;
+        f->ffirst[i] = f->flast[i] = f->lastw[i] = -1;
     /* produced values: first touched by a copy from the host, an exact
      * write that does not read, a fill, or a kernel (not of a weight) */
     for (uint64_t c = sn_first_call_at(b, first); c <= b->w.step_call[b->w.s0 + (size_t)last]; c++) {
@@ -1448,8 +1450,10 @@ static int sn_fwdinfo_init(sn_build *b, sn_fwdinfo *f, int first, int last)
                 f->flast[x] = p;
             }
             /* 2: written in the pass (by a step that is not a fill) */
-            if (is_step && !fill && sn_changes(e, a[j].mode))
+            if (is_step && !fill && sn_changes(e, a[j].mode)) {
                 seen[x] |= 2;
+                f->lastw[x] = p;
+            }
         }
         if (fill)
             f->init[p] = 1;
@@ -1510,6 +1514,7 @@ static void sn_fwdinfo_free(sn_fwdinfo *f)
 {
     free(f->ffirst);
     free(f->flast);
+    free(f->lastw);
     free(f->value);
     free(f->init);
     free(f->tail);
@@ -1517,8 +1522,15 @@ static void sn_fwdinfo_free(sn_fwdinfo *f)
 
 /* Whether a new layer begins at step s, the current one having begun at
  * step from: a single value flows from the current layer's steps into the
- * rest of the pass, and s produces a new value that later steps use. */
-static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
+ * rest of the pass, and s produces a new value that later steps use. What
+ * flows out of a layer of generic calls is every value its steps made or
+ * used that later steps use (a normalisation reads its input again and
+ * again: one layer). A layer a library call anchors (a convolution) has a
+ * known input: what flows out of it is what it changed, and what it read
+ * that a later step still changes in place; an input it only read, which
+ * later steps only read again, flows past it (a residual branch's input,
+ * read again by the sum), so it does not keep the layer open. */
+static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s, int anchored)
 {
     const sn_trace *t = b->t;
     /* values the current steps made or used that later steps use */
@@ -1531,7 +1543,8 @@ static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
         const sn_trace_access *a = sn_acc(t, e);
         for (int j = 0; j < e->nacc && crossing < 2; j++) {
             uint32_t x = a[j].tensor;
-            if ((a[j].mode & SN_ACC_SCRATCH) || !f->value[x] || f->flast[x] < s || x == one)
+            if ((a[j].mode & SN_ACC_SCRATCH) || !f->value[x] || f->flast[x] < s || x == one ||
+                (anchored && !sn_changes(e, a[j].mode) && f->lastw[x] < s))
                 continue;
             one = x;
             crossing++;
@@ -1549,6 +1562,43 @@ static int sn_optional_cut(sn_build *b, const sn_fwdinfo *f, int from, int s)
         if (!(a[j].mode & SN_ACC_SCRATCH) && f->value[x] && f->ffirst[x] == s && f->flast[x] > s &&
             sn_changes(e, a[j].mode))
             return 1;
+    }
+    return 0;
+}
+
+/* Whether step s of the forward pass is a kernel of Caffe's Scale layer
+ * that begins a layer: Scale follows a normalisation in place, so no new
+ * value flows out of the layer before it and sn_optional_cut never cuts
+ * there; its kernel's name is the only sign. A layer already holding one
+ * such kernel goes on (one Scale layer per kernel run). */
+static int sn_scale_begins(const sn_build *b, int cur, int from, int s)
+{
+    const sn_trace_call *e = sn_wstep(&b->w, s);
+    if (e->op != SN_OP_KERNEL || e->algo != SN_KK_SCALE)
+        return 0;
+    for (int r = from; r < s; r++) {
+        const sn_trace_call *er = sn_wstep(&b->w, r);
+        if (b->layer_of[r] == cur && er->op == SN_OP_KERNEL && er->algo == SN_KK_SCALE)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether step r copies, device to device, a tensor that step s changes in
+ * place: the saved input of an in-place layer (Caffe's Scale keeps its
+ * bottom for the backward pass before overwriting it), which is s's. */
+static int sn_saves_input(const sn_build *b, int r, int s)
+{
+    const sn_trace_call *er = sn_wstep(&b->w, r), *e = sn_wstep(&b->w, s);
+    if (er->op != SN_OP_MEMCPY_D2D)
+        return 0;
+    const sn_trace_access *ar = sn_acc(b->t, er), *a = sn_acc(b->t, e);
+    for (int j = 0; j < er->nacc; j++) {
+        if (!(ar[j].mode & SN_ACC_R) || (ar[j].mode & SN_ACC_W))
+            continue;
+        for (int k = 0; k < e->nacc; k++)
+            if (a[k].tensor == ar[j].tensor && (a[k].mode & SN_ACC_R) && sn_changes(e, a[k].mode))
+                return 1;
     }
     return 0;
 }
@@ -1611,14 +1661,20 @@ static int sn_forward_layers(sn_build *b, const sn_fwdinfo *f)
             start_new = 0;
         else if (m->layers[cur].cls == CLS_SOFTMAX && e->op == SN_OP_KERNEL && e->algo == SN_KK_LOSS)
             start_new = 0; /* a loss kernel on the softmax's output: one layer (Caffe's SoftmaxWithLoss) */
+        else if (sn_scale_begins(b, cur, cur_from, s))
+            start_new = 2;
         else
-            start_new = sn_optional_cut(b, f, cur_from, s);
+            start_new = sn_optional_cut(b, f, cur_from, s, m->layers[cur].cls != CLS_OTHER);
         if (start_new) {
+            int prev = cur, prev_from = cur_from;
             cur = sn_add_layer(b, cls != CLS_NONE ? cls : CLS_OTHER, s, b->w.step_call[b->w.s0 + (size_t)s]);
             if (cur < 0)
                 return -1;
             cur_from = s;
             cur_out = out;
+            for (int r = s - 1; start_new == 2 && r > prev_from && b->layer_of[r] == prev && sn_saves_input(b, r, s);
+                 r--)
+                b->layer_of[r] = cur;
         }
         b->layer_of[s] = cur;
     }
@@ -1957,6 +2013,25 @@ static int sn_backward_layer(sn_build *b, int s, const int *own, const sn_edges 
     return prev;
 }
 
+/* Whether a forward step of layer l changes tensor x, or another tensor of
+ * x's size that the pass made. */
+static int sn_layer_changes(const sn_build *b, int l, uint32_t x)
+{
+    const sn_model_layer *L = &b->m->layers[l];
+    for (int s = L->first; s <= L->last; s++) {
+        if (b->layer_of[s] != l || b->m->steps[s].phase != SN_PHASE_FORWARD)
+            continue;
+        const sn_trace_call *e = sn_wstep(&b->w, s);
+        const sn_trace_access *a = sn_acc(b->t, e);
+        for (int j = 0; j < e->nacc; j++)
+            if (!(a[j].mode & SN_ACC_SCRATCH) && sn_changes(e, a[j].mode) &&
+                (a[j].tensor == x ||
+                 (!b->is_weight[a[j].tensor] && b->t->tensors[a[j].tensor].bytes == b->t->tensors[x].bytes)))
+                return 1;
+    }
+    return 0;
+}
+
 static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int l)
 {
     const sn_trace *t = b->t;
@@ -1991,7 +2066,8 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
     }
     /* made of other calls: copies (a concatenation when they gather more
      * than one input), cuBLAS calls without weights, or kernels */
-    int copies = 0, blas = 0, kernels = 0, steps = 0, kind = SN_KK_NONE;
+    int copies = 0, blas = 0, kernels = 0, steps = 0, kind = SN_KK_NONE, axpys = 0, gemvs = 0;
+    int64_t reduced = -1; /* the largest tensor the first matrix-vector product reads */
     for (int s = L->first; s <= L->last; s++) {
         if (b->layer_of[s] != l || b->m->steps[s].phase != SN_PHASE_FORWARD)
             continue;
@@ -2006,6 +2082,14 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
             kernels++;
         else
             blas++;
+        axpys += op == SN_OP_AXPY;
+        if (op == SN_OP_GEMV && gemvs++ == 0) {
+            const sn_trace_access *a = sn_acc(t, e);
+            for (int j = 0; j < e->nacc; j++)
+                if ((a[j].mode & SN_ACC_R) && !(a[j].mode & SN_ACC_SCRATCH) && !b->is_weight[a[j].tensor] &&
+                    (reduced < 0 || t->tensors[a[j].tensor].bytes > t->tensors[reduced].bytes))
+                    reduced = a[j].tensor;
+        }
         /* the first kernel whose name says what it computes names the
          * layer (Caffe's MaxPoolForward, DropoutForward, its loss) */
         if (op == SN_OP_KERNEL && !kind && e->algo > 0)
@@ -2015,6 +2099,15 @@ static const char *sn_layer_name(const sn_build *b, const sn_model_layer *L, int
         return L->nin > 1 ? "concat" : "copy";
     if (kind && kernels > 0)
         return sn_kernel_kind_name(kind);
+    /* only sums into one output (Caffe's Eltwise SUM: a set to zero, then
+     * one axpy per input) */
+    if (steps > 1 && axpys == steps && L->nin > 1)
+        return "add";
+    /* per-channel statistics by matrix-vector products over the input,
+     * then a write over it or a tensor its size (Caffe's BatchNorm, in
+     * place or not): a normalisation */
+    if (gemvs >= 2 && reduced >= 0 && sn_layer_changes(b, l, (uint32_t)reduced))
+        return "batchnorm";
     if (blas > kernels + copies)
         return "blas";
     return "kernel";
@@ -2307,8 +2400,11 @@ int sn_model_calls_build(const sn_trace *t, const sn_model *m, sn_model_calls *c
         c->lib_bytes = calloc((size_t)n, sizeof *c->lib_bytes);
         if (!c->lib_bytes)
             goto fail_keys;
-        for (int i = 0; i < nkeys; i++)
+        for (int i = 0; i < nkeys; i++) {
             c->keyed_bytes += keys[i].bytes;
+            if (keys[i].bytes > c->lib_largest)
+                c->lib_largest = keys[i].bytes;
+        }
         for (int k = 0; k < n; k++) {
             const sn_trace_call *e = &t->calls[lo + (uint64_t)k];
             if (!sn_ok(e) || !e->lib_key)
@@ -2644,7 +2740,8 @@ static void sn_build_memory(sn_model *m, const sn_trace *t)
         uint64_t fixed = calls.fixed_bytes;
         m->library_bytes += fixed;
         int bstart = m->backward_start < (int)m->period ? first_call[m->backward_start] : ncalls;
-        sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed, calls.lib_bytes, calls.keyed_bytes};
+        sn_wi_input in = {ncalls, bstart, groups, m->ntensors, wt, fixed, calls.lib_bytes, calls.keyed_bytes,
+                           calls.lib_largest};
         sn_wi_result r;
         if (sn_whatif(&in, &r, ml, mc, ma) == 0) {
             m->peak_live = r.peak_liveness;
@@ -2655,6 +2752,7 @@ static void sn_build_memory(sn_model *m, const sn_trace *t)
             m->carried_bytes = r.carried_bytes;
             m->max_working_set = r.max_working_set;
             m->max_working_set_lib = r.max_working_set_lib;
+            m->largest_alloc = r.largest_alloc;
             m->library_keyed = calls.keyed_bytes;
             m->max_working_set_step = r.max_working_set_step >= 0 ? pos[r.max_working_set_step] : -1;
             m->superneurons_step = r.superneurons_step >= 0 ? pos[r.superneurons_step] : -1;

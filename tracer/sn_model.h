@@ -146,6 +146,8 @@ typedef struct sn_model {
     uint64_t lower_bound, budget;
     uint64_t carried_bytes, max_working_set, library_bytes;
     uint64_t max_working_set_lib;   /* of max_working_set, its call's handle's memory */
+    uint64_t largest_alloc;         /* the largest allocation or handle's memory: the lower bound
+                                       is at least this (plus unkeyed library memory) */
     uint64_t library_keyed;         /* library memory held throughout that belongs to a known
                                        handle (resident only for calls on it) */
     int max_working_set_step, superneurons_step;
@@ -200,8 +202,17 @@ typedef struct sn_model_calls {
     uint64_t fixed_bytes;      /* cuDNN's and cuBLAS's own memory that no call of the
                                   iteration names, allocated throughout it */
     uint64_t keyed_bytes;      /* of it, what belongs to a known handle */
-    uint64_t *lib_bytes;       /* per position: the keyed memory of the call's handle */
+    uint64_t *lib_bytes;       /* per position: the keyed memory of the call's handle, if the
+                                  call may use it */
+    uint64_t lib_largest;      /* the most keyed memory of one handle */
 } sn_model_calls;
+
+/* What of the lower bound is not library memory held throughout: the
+ * largest step's working set, or the largest allocation if that is more. */
+static inline uint64_t sn_model_bound_need(const sn_model *m)
+{
+    return m->largest_alloc > m->max_working_set ? m->largest_alloc : m->max_working_set;
+}
 
 /* Fills c for the model m of trace t (m->found; its steps and tensors are
  * all that is read). Returns 0, or -1 when m holds no iteration or out of

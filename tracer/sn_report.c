@@ -443,11 +443,15 @@ static void text_whatif(FILE *f, const sn_trace *t, const sn_model *m)
     fprintf(f, "  conv outputs offloaded         %10.3f MiB\n", mib(m->peak_conv));
     fprintf(f, "  all feature maps offloaded     %10.3f MiB\n", mib(m->peak_all));
     fprintf(f, "  SuperNeurons (layer sets)      %10.3f MiB\n", mib(m->peak_superneurons));
-    fprintf(f, "  lower bound                    %10.3f MiB = largest step working set %.3f MiB", mib(m->lower_bound),
-            mib(m->max_working_set));
-    if (m->max_working_set_lib)
+    fprintf(f, "  lower bound                    %10.3f MiB = ", mib(m->lower_bound));
+    if (m->largest_alloc > m->max_working_set)
+        fprintf(f, "largest allocation %.3f MiB (above any step's working set, %.3f MiB at most)",
+                mib(m->largest_alloc), mib(m->max_working_set));
+    else
+        fprintf(f, "largest step working set %.3f MiB", mib(m->max_working_set));
+    if (m->max_working_set_lib && m->largest_alloc <= m->max_working_set)
         fprintf(f, " (its library handle's own %.3f MiB)", mib(m->max_working_set_lib));
-    fprintf(f, " + libraries %.3f MiB", mib(m->lower_bound - m->max_working_set));
+    fprintf(f, " + libraries %.3f MiB", mib(m->lower_bound - sn_model_bound_need(m)));
     if (m->max_working_set_step >= 0) {
         const sn_model_step *st = &m->steps[m->max_working_set_step];
         fprintf(f, " (step %d, %s", m->max_working_set_step, sn_op_name(t->calls[st->call].op));
@@ -709,13 +713,14 @@ static void json_device(FILE *f, const sn_trace *t, const sn_model *m)
     fprintf(f, "],\"whatif\":{\"asis\":%llu,\"asis_iteration\":%llu,\"liveness\":%llu,\"conv_offload\":%llu,"
                "\"all_offload\":%llu,\"superneurons\":%llu,\"lower_bound\":%llu,\"carried\":%llu,"
                "\"max_working_set\":%llu,\"max_working_set_step\":%d,\"max_working_set_handle\":%llu,"
-               "\"library\":%llu,\"library_keyed\":%llu,\"budget\":%llu}",
+               "\"largest_alloc\":%llu,\"library\":%llu,\"library_keyed\":%llu,\"budget\":%llu}",
             (unsigned long long)m->peak_asis, (unsigned long long)m->peak_asis_iter,
             (unsigned long long)m->peak_live, (unsigned long long)m->peak_conv,
             (unsigned long long)m->peak_all, (unsigned long long)m->peak_superneurons,
             (unsigned long long)m->lower_bound, (unsigned long long)m->carried_bytes,
             (unsigned long long)m->max_working_set, m->max_working_set_step,
-            (unsigned long long)m->max_working_set_lib, (unsigned long long)(m->lower_bound - m->max_working_set),
+            (unsigned long long)m->max_working_set_lib, (unsigned long long)m->largest_alloc,
+            (unsigned long long)(m->lower_bound - sn_model_bound_need(m)),
             (unsigned long long)m->library_keyed, (unsigned long long)m->budget);
     json_plan_model(f, t, m);
     fprintf(f, ",\"check\":\"%s\"}", m->check == SN_CHECK_OK ? "ok" : sn_model_check_name(m->check));

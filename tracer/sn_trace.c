@@ -363,7 +363,7 @@ int64_t sn_trace_call_add(sn_trace *t, const sn_call *c, unsigned flags, const s
         .workspace = c->workspace,
         .live_bytes = t->live_bytes,
         .stream = c->stream,
-        .lib_key = c->lib_handle,
+        .lib_key = c->lib_memory ? c->lib_handle : NULL,
         .start_ms = -1,
         .dur_ms = -1,
     };

@@ -99,7 +99,8 @@ typedef struct sn_trace_call {
     uint64_t workspace;
     uint64_t live_bytes;   /* device bytes allocated when the call was made */
     void *stream;
-    const void *lib_key;   /* the cuDNN, cuBLAS or cuRAND handle the call is on, NULL if none */
+    const void *lib_key;   /* the cuDNN, cuBLAS or cuRAND handle whose own memory the call may use
+                              (sn_call.lib_memory), NULL if none */
     double start_ms;       /* from the device's first recorded event */
     double dur_ms;
 } sn_trace_call;

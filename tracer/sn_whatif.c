@@ -297,7 +297,15 @@ int sn_whatif(const sn_wi_input *in, sn_wi_result *res, uint64_t *mem_liveness, 
 
     if (sn_call_working_sets(in, res) != 0)
         return -1;
+    /* an allocation larger than the budget is refused whether or not a call
+     * of the iteration uses it (a handle's workspace a framework never
+     * needs, because its calls on the handle are all element-wise) */
+    res->largest_alloc = in->lib_largest;
+    for (int i = 0; i < in->ntensors; i++)
+        if (in->tensor[i].bytes > res->largest_alloc)
+            res->largest_alloc = in->tensor[i].bytes;
     uint64_t keyed = in->keyed_bytes < in->fixed_bytes ? in->keyed_bytes : in->fixed_bytes;
-    res->lower_bound = res->max_working_set + in->fixed_bytes - keyed;
+    uint64_t need = res->max_working_set > res->largest_alloc ? res->max_working_set : res->largest_alloc;
+    res->lower_bound = need + in->fixed_bytes - keyed;
     return 0;
 }

@@ -64,12 +64,15 @@ typedef struct sn_wi_input {
      * none) and not beside every call's. */
     const uint64_t *lib_bytes;
     uint64_t keyed_bytes;
+    uint64_t lib_largest;        /* the most keyed memory of one handle: made resident at once
+                                    when the handle is made, whether or not a call uses it */
 } sn_wi_input;
 
 typedef struct sn_wi_result {
     uint64_t peak_liveness, peak_conv, peak_all, peak_superneurons, lower_bound;
     uint64_t carried_bytes;      /* live through the whole iteration */
     uint64_t max_working_set;    /* the largest one-call working set (its handle's memory included) */
+    uint64_t largest_alloc;      /* the largest allocation, or one handle's memory: it must fit */
     uint64_t max_working_set_lib;/* of it, the memory of the handle the call is on */
     int max_working_set_step;    /* the position where it is */
     int superneurons_step;       /* where SuperNeurons' bound peaks */
