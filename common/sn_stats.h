@@ -96,6 +96,7 @@ typedef struct sn_manage_stats {
     int plan_unfinished;                 /* a plan was still being made at exit */
     uint64_t plan_left;                  /* times the run left the learned sequence (demand only meanwhile) */
     uint64_t plan_rebound;               /* allocations made anew each iteration, bound to the plan */
+    uint64_t plan_born_due;              /* of those, how many the plans expected (sn_exec.born_due) */
     double plan_stall_ms;                /* the stall the plan timeline predicts per iteration */
     int plan_niter;                      /* entries in plan_iter: the latest iterations, oldest first */
     sn_plan_iter_stats plan_iter[SN_PLAN_ITER_STATS];

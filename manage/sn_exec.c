@@ -57,6 +57,14 @@ static void sn_exec_bind(sn_exec *ex, const sn_planmodel_store *ps, const sn_pla
     }
 }
 
+/* Whether plan tensor x is allocated anew each iteration, after the
+ * iteration's first call, and is something to move: one the plan gives no
+ * bytes (it shares a granule with others) never matches an allocation. */
+static int sn_exec_born(const sn_plan_tensor *x)
+{
+    return x->bounded && !x->pinned && x->alloc_step > 0 && x->bytes > 0;
+}
+
 /* The tensors allocated anew each iteration, by the plan step their
  * allocation precedes, in allocation (trace id) order: a counting sort. */
 static int sn_exec_births(sn_exec *ex, const sn_planmodel_store *ps, const sn_plan_model *pm)
@@ -70,7 +78,7 @@ static int sn_exec_births(sn_exec *ex, const sn_planmodel_store *ps, const sn_pl
     }
     for (int k = 0; k < pm->ntensors; k++) {
         const sn_plan_tensor *x = &pm->tensor[k];
-        if (x->bounded && !x->pinned && x->alloc_step > 0)
+        if (sn_exec_born(x))
             ex->born_off[x->alloc_step + 1]++;
     }
     for (int s = 0; s < ex->nsteps; s++)
@@ -80,7 +88,7 @@ static int sn_exec_births(sn_exec *ex, const sn_planmodel_store *ps, const sn_pl
      * unnamed ones; a stable insertion keeps each step's list by id */
     for (int k = 0; k < pm->ntensors; k++) {
         const sn_plan_tensor *x = &pm->tensor[k];
-        if (!x->bounded || x->pinned || x->alloc_step <= 0)
+        if (!sn_exec_born(x))
             continue;
         int s = x->alloc_step, j = fill[s]++;
         while (j > ex->born_off[s] && ps->trace_tensor[ex->born_t[j - 1]] > ps->trace_tensor[k]) {
@@ -97,15 +105,31 @@ void sn_exec_bind_alloc(sn_exec *ex, uint64_t size, void *block)
 {
     if (!ex->active || ex->off || !ex->started || !ex->born_off || !block)
         return;
-    int s = ex->next_pre;
+    /* the plan step the allocation comes before: the first whose call is
+     * past the latest call seen (next_pre is not it: calls with nothing
+     * due leave it behind) */
+    int lo = 0, hi = ex->nsteps;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (ex->pos[mid] <= ex->last_pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int s = lo;
     if (s <= 0 || s >= ex->nsteps)
         return;
-    int i = ex->born_off[s] + ex->born_seen++;
-    if (i >= ex->born_off[s + 1])
-        return;
-    int t = ex->born_t[i];
+    /* the step's next tensor in allocation order of this size: an
+     * allocation the plan does not hold (one smaller than a granule, which
+     * shares one) is passed over rather than taken for the next */
     uint64_t bytes = ex->granule ? (size + ex->granule - 1) / ex->granule * ex->granule : size;
-    if (bytes != ex->plan_tensor_bytes[t])
+    int t = -1;
+    for (int i = ex->born_off[s] + ex->born_seen; i < ex->born_off[s + 1] && t < 0; i++)
+        if (ex->plan_tensor_bytes[ex->born_t[i]] == bytes) {
+            t = ex->born_t[i];
+            ex->born_seen = i + 1 - ex->born_off[s];
+        }
+    if (t < 0)
         return;
     ex->block[t] = block;
     ex->rebound++;
@@ -702,6 +726,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv)
         ex->next_off = ex->next_pre = 0;
         ex->iterations++;
         ex->iterations_all++;
+        ex->born_due += ex->born_off ? (uint64_t)ex->born_off[ex->nsteps] : 0;
     }
     ex->last_pos = pos;
     ex->born_seen = 0;
@@ -811,6 +836,7 @@ void sn_exec_free(sn_exec *ex)
     ex->resumed = keep.resumed;
     ex->skipped_unbound = keep.skipped_unbound;
     ex->rebound = keep.rebound;
+    ex->born_due = keep.born_due;
     /* the per-iteration measurements span plans */
     memcpy(ex->hist, keep.hist, sizeof ex->hist);
     ex->nhist = keep.nhist;

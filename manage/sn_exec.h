@@ -68,9 +68,12 @@ typedef struct sn_exec {
     int64_t quiet_off, quiet_pre; /* nothing is due before these positions (sn_exec_due_quiet) */
     void **block;        /* per plan tensor: its arena block, NULL when not bound */
     int *born_off, *born_t; /* per plan step: the tensors allocated anew just before it, in order */
-    int born_seen;       /* allocations since the latest call on the sequence */
+    int born_seen;       /* of the born tensors of the step after the latest call, how many
+                            the allocations since matched or passed over (a cursor) */
     uint64_t granule;
     uint64_t rebound;    /* allocations bound to the plan as they were made (run) */
+    uint64_t born_due;   /* allocations the plans expected anew in the whole iterations
+                            they were followed (run): rebound should come close */
     uint64_t *plan_tensor_bytes; /* per plan tensor: its bytes as planned (granules) */
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */

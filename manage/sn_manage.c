@@ -189,6 +189,7 @@ void sn_manage_report_locked(const sn_manager *m, sn_manage_stats *ms)
         ms->plan_skipped += ex->skipped_unbound;
         ms->plan_left = ex->left;
         ms->plan_rebound = ex->rebound;
+        ms->plan_born_due = ex->born_due;
         ms->plan_stall_ms = ex->plan.predicted.feasible ? ex->plan.predicted.stall_ms : -1;
         ms->plan_niter = sn_exec_history(ex, ms->plan_iter);
         ms->plan_curve = ex->plan_mem;

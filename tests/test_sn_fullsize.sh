@@ -62,7 +62,13 @@ except Exception:
 PY
 }
 
-SN_CANDIDATES=1 SN_REPORT="$tmp/vgg.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net vgg --depth 16 --batch 256 \
+# Every run here makes its plans on the trainer's thread (SN_PLAN_WAIT=1):
+# the checks compare the steady state with the prediction and count
+# candidates, and on a loaded machine the planning thread's plan came too
+# late for the iterations run (the results are the same either way when
+# the machine is idle: 4239 ms measured here, 2326 for ResNet-50 b256).
+SN_PLAN_WAIT=1 SN_CANDIDATES=1 SN_REPORT="$tmp/vgg.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net vgg --depth 16 \
+    --batch 256 \
     --iters 10 >"$tmp/vgg.out" 2>"$tmp/vgg.err"
 rc=$?
 read -r sync predicted measured ws bound <<<"$(facts vgg scratch_peak)"
@@ -77,7 +83,8 @@ echo "# VGG-16 b256: the bound (every convolution at its fastest, the copies the
 check "VGG-16 b256: the plan predicted within 13% of the bound (17% without the workspace ceilings)" \
     "python3 -c 'import sys; p, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (b > 0 and b <= p <= 1.13 * b))' '$predicted' '$bound'"
 
-SN_CANDIDATES=1 SN_REPORT="$tmp/r50.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 256 \
+SN_PLAN_WAIT=1 SN_CANDIDATES=1 SN_REPORT="$tmp/r50.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 \
+    --batch 256 \
     --iters 12 --prefetch lockstep >"$tmp/r50.out" 2>"$tmp/r50.err"
 rc=$?
 read -r sync predicted measured own _ <<<"$(facts r50 own_waits)"
@@ -100,29 +107,38 @@ fi
 args=(--net resnet --depth 50 --batch 32 --alloc dynamic --prefetch lockstep)
 peak=$(peak_of "$trainer" "${args[@]}" --iters 3 2>/dev/null)
 if have_bytes "ResNet-50 b32 dynamic at half its peak" "the trace run's peak_bytes" "$peak"; then
-    SN_BUDGET=$((peak / 2)) SN_REPORT="$tmp/rd.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" --iters 56 \
-        >"$tmp/rd.out" 2>"$tmp/rd.err"
+    SN_PLAN_WAIT=1 SN_BUDGET=$((peak / 2)) SN_REPORT="$tmp/rd.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" \
+        --iters 56 >"$tmp/rd.out" 2>"$tmp/rd.err"
     rc=$?
-    read -r models kept faster <<<"$(python3 - "$tmp/rd.json" <<'PY'
+    # Every planned tensor is bound as it is allocated (docs/decisions.md),
+    # so a plan measures what it predicts and beats demand residency: kept
+    # is the fastest measured, a plan, within 10% of its prediction (503 ms
+    # predicted and 503 measured against demand's 593; while the per-
+    # iteration allocations were bound to the wrong tensors, every plan
+    # measured 20-30% over its prediction and demand was kept).
+    read -r models kept fastest close <<<"$(python3 - "$tmp/rd.json" <<'PY'
 import json, sys
 try:
     p = json.load(open(sys.argv[1]))["devices"][0]["manage"]["plan"]
     c = p["candidates"]
     k = c[p["candidate_kept"]]
-    print(",".join(x["model"] for x in c), k["model"], int(0 < k["measured_ms"] < c[0]["measured_ms"]))
+    ms = [x["measured_ms"] for x in c]
+    best = min((m for m in ms if m > 0), default=-1)
+    print(",".join(x["model"] for x in c), k["model"], int(k["measured_ms"] == best),
+          int(k["predicted_ms"] > 0 and abs(k["measured_ms"] - k["predicted_ms"]) <= 0.10 * k["predicted_ms"]))
 except Exception:
-    print("none none -1")
+    print("none none -1 -1")
 PY
 )"
     echo "# ResNet-50 b32 dynamic at half its peak ($peak bytes): candidates measured $models; kept: $kept," \
-         "faster than the first: $faster"
-    check "ResNet-50 b32 dynamic at half its peak: the framework model's candidates first, the other's after, demand residency last and kept" \
-        "[ $rc -eq 0 ] && [[ '$models' =~ ^framework(,framework)*(,chosen)+,demand$ ]] && [ '$kept' = demand ] &&
-         [ '$faster' = 1 ]" ||
+         "the fastest measured: $fastest, within 10% of its prediction: $close"
+    check "ResNet-50 b32 dynamic at half its peak: the framework model's candidates first, the other's after, demand residency last; a plan kept, the fastest, as predicted" \
+        "[ $rc -eq 0 ] && [[ '$models' =~ ^framework(,framework)*(,chosen)+,demand$ ]] && [ '$kept' != demand ] &&
+         [ '$fastest' = 1 ] && [ '$close' = 1 ]" ||
         sed 's/^/# /' "$tmp/rd.err" | tail -4
 fi
 
-SN_REPORT="$tmp/dn.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net densenet --depth 121 --batch 128 \
+SN_PLAN_WAIT=1 SN_REPORT="$tmp/dn.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" --net densenet --depth 121 --batch 128 \
     --iters 44 --prefetch lockstep >"$tmp/dn.out" 2>"$tmp/dn.err"
 rc=$?
 read -r first kept others demand faster <<<"$(python3 - "$tmp/dn.json" <<'PY'

@@ -134,11 +134,16 @@ check "SN_PREDICTED_DEAD=0: nothing dropped on a prediction, more written back, 
 # steady state beats demand residency (SN_POLICY=lru) at the same budget,
 # with the same results; the report says the plan was followed. The same
 # 16-iteration run as above (the profile and the plan take the first
-# iterations); the mean of the last four iterations' device time.
+# iterations); the mean of the last four iterations' device time. Plans
+# are made on the trainer's thread (SN_PLAN_WAIT=1) here and for auto's
+# candidates below, so that the iterations they are followed for do not
+# depend on how busy the machine is (on two loaded cores the planning
+# thread's plan came too late for the iterations measured).
 steady() { awk '/^iter [0-9]+ loss/ { t[n++] = $6 } END { printf "%.3f", (t[n-1]+t[n-2]+t[n-3]+t[n-4]) / 4 }' "$1"; }
 args=(--iters 16 --net resnet --input 32 --batch 8 --width 8 --alloc caffe)
 for pol in lru auto; do
-    SN_POLICY=$pol SN_BUDGET=24M SN_REPORT="$tmp/pol$pol.json" SN_PLOT="$tmp/pol$pol.svg" LD_PRELOAD="$SN_PRELOAD" \
+    SN_PLAN_WAIT=1 SN_POLICY=$pol SN_BUDGET=24M SN_REPORT="$tmp/pol$pol.json" SN_PLOT="$tmp/pol$pol.svg" \
+        LD_PRELOAD="$SN_PRELOAD" \
         "$trainer" "${args[@]}" >"$tmp/pol$pol.out" 2>&1
     learned "$tmp/pol$pol.out" >"$tmp/pol$pol.learned"
 done
@@ -180,10 +185,16 @@ args=(--iters 16 --net resnet --input 32 --batch 8 --width 8 --alloc dynamic)
 learned "$tmp/dyn.plain" >"$tmp/dyn.plain.learned"
 SN_BUDGET=24M SN_REPORT="$tmp/dyn.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${args[@]}" >"$tmp/dyn.out" 2>&1
 learned "$tmp/dyn.out" >"$tmp/dyn.learned"
-echo "# dynamic at 24 MiB: $(plan "$tmp/dyn.json" rebound) allocations bound as made," \
+echo "# dynamic at 24 MiB: $(plan "$tmp/dyn.json" rebound) allocations bound as made" \
+     "($(plan "$tmp/dyn.json" born_due) expected in whole iterations)," \
      "$(plan "$tmp/dyn.json" offloads) out, $(plan "$tmp/dyn.json" prefetches) in, $(plan "$tmp/dyn.json" skipped) skipped"
-check "plan: per-iteration allocations are bound to the plan as they are made, bit-identical" \
-    "[ \"\$(plan '$tmp/dyn.json' rebound)\" -gt 0 ] && [ \"\$(plan '$tmp/dyn.json' offloads)\" -gt 0 ] &&
+# (nearly all: the report's count is taken at an iteration's end, so it
+# can trail the expected by an iteration; binding by the i-th allocation
+# after the latest call with moves due bound 11%)
+check "plan: per-iteration allocations are bound to the plan as they are made (3/4 of those expected or more), bit-identical" \
+    "[ \"\$(plan '$tmp/dyn.json' born_due)\" -gt 0 ] &&
+     [ \$((4 * \$(plan '$tmp/dyn.json' rebound))) -ge \$((3 * \$(plan '$tmp/dyn.json' born_due))) ] &&
+     [ \"\$(plan '$tmp/dyn.json' offloads)\" -gt 0 ] &&
      [ \"\$(m '$tmp/dyn.json' dropped_reads)\" = 0 ] && diff -q '$tmp/dyn.plain.learned' '$tmp/dyn.learned'"
 # (lru 54.5 ms, auto 36.5 with the host costs measured on an H200; with
 # the earlier costs, ten times larger for creating handles, and unmapping
@@ -202,14 +213,17 @@ check "plan: the steady state under auto is at least 1.3 times as fast as demand
 # iterations take what the timeline predicted, or up to 10% more (the
 # timeline leaves host work out: it charges one mapping per tensor that
 # changes hands, where the arena maps a block from several handles, and
-# the handles it creates). Its plan needs no sync step now: 301 ms
-# predicted, 308 measured; the gathered plan chosen while every remapping
-# was charged a wait for the device (as the arena's fences made it) was
-# predicted 346 ms and measured 389. Never more than 5% faster than
+# the handles it creates). Its plan needs no sync step now: 290 ms
+# predicted, 297 measured (made on the trainer's thread, SN_PLAN_WAIT=1:
+# on a loaded machine the planning thread's came after the 12
+# iterations); the gathered plan chosen while every remapping was charged
+# a wait for the device (as the arena's fences made it) was predicted 346
+# ms and measured 389. Never more than 5% faster than
 # predicted. The trainer's data loader runs in lockstep: with its thread
 # free-running, the host's share of the simulated clock varies with the
 # build (353 ms under AddressSanitizer).
-SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0 SIMGPU_MEM=2G SIMGPU_GRANULARITY=2M SN_CANDIDATES=1 SN_REPORT="$tmp/gather.json" \
+SN_PLAN_WAIT=1 SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0 SIMGPU_MEM=2G SIMGPU_GRANULARITY=2M SN_CANDIDATES=1 \
+    SN_REPORT="$tmp/gather.json" \
     LD_PRELOAD="$SN_PRELOAD" "$trainer" --net resnet --depth 50 --batch 32 --iters 12 --prefetch lockstep \
     >"$tmp/gather.out" 2>&1
 grc=$?
@@ -267,7 +281,10 @@ done
 # auto follows its own choice alone here (SN_CANDIDATES=1): measuring its
 # candidates in turn makes a new plan every few iterations, and the last
 # one made could have been followed for none when the run ends (the
-# candidates are tested below).
+# candidates are tested below). Plans are made on the trainer's thread
+# (SN_PLAN_WAIT=1) so that how many iterations follow them does not depend
+# on how busy the machine is: on two loaded cores the planning thread
+# finished late enough that fewer than 12 were followed.
 full() { grep -E '^(iter [0-9]+ loss|eval [0-9]+ loss|checksum)' "$1" | sed -E 's/ time .*//'; }
 base=(--net resnet --depth 8 --input 32 --batch 8 --width 8 --alloc caffe --iters 20)
 SN_MODE=trace SN_REPORT="$tmp/op.json" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" >/dev/null 2>&1
@@ -284,7 +301,7 @@ offplan() { # TAG POLICY TRAINER-ARGS...: runs it with and without libsn; sets r
     rc=1 same=1
     have_bytes "off the plan, $tag" "the trace run's allocations (bytes)" "$budget" || return
     "$trainer" "${base[@]}" "$@" >"$tmp/op.plain" 2>&1
-    SN_POLICY=$pol SN_CANDIDATES=1 SN_BUDGET=$budget SN_REPORT="$tmp/op.$tag.json" \
+    SN_POLICY=$pol SN_CANDIDATES=1 SN_PLAN_WAIT=1 SN_BUDGET=$budget SN_REPORT="$tmp/op.$tag.json" \
         LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" "$@" >"$tmp/op.$tag.out" 2>"$tmp/op.$tag.err"
     rc=$?
     [ "$(full "$tmp/op.plain" | grep -c .)" -gt 20 ] && diff -q <(full "$tmp/op.plain") <(full "$tmp/op.$tag.out") >/dev/null &&
@@ -322,7 +339,7 @@ if [ -z "${SANITIZE:-}" ]; then
         "[ $rc -eq 0 ] && [ $same -eq 0 ] && [ '$left' = 0 ] && [ '$it' -gt 0 ] && [ '$reads' = 0 ]"
     # the text report says it too
     if have_bytes "off the plan: the text report" "the trace run's allocations (bytes)" "$budget"; then
-        SN_BUDGET=$budget SN_REPORT="$tmp/op.txt" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" --rebatch 8:12 \
+        SN_PLAN_WAIT=1 SN_BUDGET=$budget SN_REPORT="$tmp/op.txt" LD_PRELOAD="$SN_PRELOAD" "$trainer" "${base[@]}" --rebatch 8:12 \
             --eval-every 6 >/dev/null 2>&1
         check "off the plan: the text report counts departures, resumptions and re-learnings" \
             "grep -qE '^ +off the plan +[1-9][0-9]* times the run left the learned sequence, [1-9][0-9]* steps off it .*resumed [1-9]' '$tmp/op.txt' &&
@@ -340,7 +357,7 @@ cand=(--net resnet --depth 20 --input 32 --batch 16 --width 8 --iters 40)
 "$trainer" "${cand[@]}" >"$tmp/cand.plain" 2>&1
 cpeak=$(peak_of "$trainer" "${cand[@]}")
 have_bytes "auto's candidates" "ResNet-20's peak_bytes" "$cpeak" || exit 1
-SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand.json" LD_PRELOAD="$SN_PRELOAD" \
+SN_PLAN_WAIT=1 SN_CANDIDATE_SLACK=100 SN_BUDGET=$((cpeak / 2)) SN_REPORT="$tmp/cand.json" LD_PRELOAD="$SN_PRELOAD" \
     "$trainer" "${cand[@]}" >"$tmp/cand.out" 2>&1
 rc=$?
 cmp -s <(learned "$tmp/cand.plain") <(learned "$tmp/cand.out")

@@ -154,8 +154,9 @@ static void text_manage_plan(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plan_left, (unsigned long long)s->plan_off_steps,
                 (unsigned long long)s->plan_resumed);
     if (s->plan_rebound)
-        fprintf(f, "  bound as made      %llu allocations made anew each iteration, bound to the plan's tensors\n",
-                (unsigned long long)s->plan_rebound);
+        fprintf(f, "  bound as made      %llu allocations made anew each iteration, bound to the plan's tensors "
+                   "(%llu expected in the whole iterations followed)\n",
+                (unsigned long long)s->plan_rebound, (unsigned long long)s->plan_born_due);
     fprintf(f, "  planned moves      %llu copies in (%.1f MiB), %llu copies out (%.1f MiB), %llu drops; "
                "%llu kept (used again while leaving), %llu skipped\n",
             (unsigned long long)s->plan_prefetches, mib(s->plan_prefetch_bytes),
@@ -585,7 +586,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                    "\"algo_down\":%d,\"algo_framework\":%s,\"algo_calls\":%llu,\"algo_scratch_calls\":%llu,"
                    "\"algo_kept\":%llu,\"resumed\":%llu,\"off_steps\":%llu,\"plans\":%llu,\"iterations_last\":%llu,"
                    "\"bad_step\":%d,\"why\":%s%s%s,\"predicted_stall_ms\":%.6f,\"rebound\":%llu,"
-                   "\"sync_steps\":%d,\"candidate_kept\":%d,\"candidates\":[",
+                   "\"born_due\":%llu,\"sync_steps\":%d,\"candidate_kept\":%d,\"candidates\":[",
                 sn_option_choice("SN_POLICY", s->plan_policy), s->plan_liveness,
                 (unsigned long long)s->plan_iterations, s->plan_predicted_ms, s->plan_bound_ms,
                 s->plan_bound_compute_ms, s->plan_bound_stall_ms, s->plan_bound_from, s->plan_bound_to,
@@ -601,7 +602,8 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                 (unsigned long long)s->plans, (unsigned long long)s->plan_iterations_last, s->plan_bad_step,
                 s->plan_why ? "\"" : "",
                 s->plan_why ? s->plan_why : "null", s->plan_why ? "\"" : "", s->plan_stall_ms,
-                (unsigned long long)s->plan_rebound, s->plan_sync_steps, s->plan_trial_kept);
+                (unsigned long long)s->plan_rebound, (unsigned long long)s->plan_born_due, s->plan_sync_steps,
+                s->plan_trial_kept);
         for (int r = 0; r < s->plan_trials && r < SN_STATS_CANDIDATES; r++)
             fprintf(f, "%s{\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"model\":\"%s\"}", r ? "," : "",
                     isfinite(s->plan_trial_pred[r]) ? s->plan_trial_pred[r] : -1.0,
