@@ -87,7 +87,8 @@ typedef struct sn_call {
     void *lib_handle;        /* the cuDNN or cuBLAS handle the call is on, NULL if none */
     int lib_memory;          /* whether the call may use the handle's own memory (its default
                                 workspace, its state): every call on a handle but cuBLAS's
-                                element-wise vector routines */
+                                element-wise vector routines. 1 unless a hook says otherwise,
+                                so a hook that does not say keeps the memory resident */
     const sn_conv_geom *geom; /* a convolution's handle and descriptors (core/sn_convsearch.h), else NULL */
 } sn_call;
 
@@ -118,7 +119,7 @@ static inline void sn_call_init(sn_call *c, int hook, int op, int dev, void *str
     c->conf = 0;
     c->flops = 0;
     c->lib_handle = NULL;
-    c->lib_memory = 0;
+    c->lib_memory = 1;
     c->geom = NULL;
 }
 

@@ -77,8 +77,7 @@ SN_DNN_INVALIDATING(cudnnDestroyFilterDescriptor, (cudnnFilterDescriptor_t filte
     SN_PROLOGUE(CUDNN, name, args)                                             \
     SN_CALL_DECL(c);                                                           \
     sn_call_init(&c, SN_HOOK_ID_##name, (op), sn_current_device(), sn_dnn_stream(handle)); \
-    c.lib_handle = (void *)(handle);                                           \
-    c.lib_memory = 1;
+    c.lib_handle = (void *)(handle);
 
 #define SN_DNN_END(args) SN_FORWARD_STEP(&c, cudnnStatus_t, CUDNN_STATUS_SUCCESS, CUDNN_STATUS_ALLOC_FAILED, args)
 

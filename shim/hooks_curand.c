@@ -96,7 +96,6 @@ SN_EXPORT curandStatus_t curandDestroyGenerator(curandGenerator_t generator)
     void *stream_ = sn_rand_stream((gen), &known_);                            \
     sn_call_init(&c, SN_HOOK_ID_##name, SN_OP_RNG, sn_current_device(), stream_); \
     c.lib_handle = (void *)(gen);                                              \
-    c.lib_memory = 1;                                                          \
     if (!known_)                                                               \
         c.flags |= SN_CALL_OPAQUE;                                             \
     if ((out) && (n) > 0)                                                      \

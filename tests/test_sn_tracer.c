@@ -478,7 +478,8 @@ static void test_model_handle_memory(void **state)
 
 /* A call that cannot use its handle's memory (cuBLAS's axpy) is logged
  * without the handle's key, so the what-if leaves that memory out of its
- * working set; one that may use it carries the key. */
+ * working set; one that may use it carries the key, as a call on a handle
+ * does unless its hook says otherwise. */
 static void test_trace_call_handle_memory(void **state)
 {
     (void)state;
@@ -487,10 +488,10 @@ static void test_trace_call_handle_memory(void **state)
     sn_call c;
     sn_call_init(&c, 0, SN_OP_AXPY, 0, NULL);
     c.lib_handle = &fake_cublas;
+    c.lib_memory = 0;
     int64_t axpy = sn_trace_call_add(&t, &c, SN_TC_STEP, NULL, 0);
     sn_call_init(&c, 0, SN_OP_GEMM, 0, NULL);
     c.lib_handle = &fake_cublas;
-    c.lib_memory = 1;
     int64_t gemm = sn_trace_call_add(&t, &c, SN_TC_STEP, NULL, 0);
     assert_true(axpy >= 0 && gemm >= 0);
     assert_null(t.calls[axpy].lib_key);
