@@ -698,5 +698,11 @@ static void print_stats(void)
                        g_sim.host_op_ns[op] / 1e6);
     simgpu_log("  %-12s %10llu %12.3f", "device-wait", (unsigned long long)g_sim.host_syncs,
                g_sim.host_sync_wait_ns / 1e6);
+    simgpu_log("host: explicit synchronisations (calls, ms waited), and every call's fixed cost:");
+    static const char *const waits[3] = {"stream-sync", "event-sync", "device-sync"};
+    for (int k = 0; k < 3; k++)
+        simgpu_log("  %-12s %10llu %12.3f", waits[k], (unsigned long long)g_sim.waits[k], g_sim.wait_ns[k] / 1e6);
+    simgpu_log("  %-12s %10llu %12.3f", "calls", (unsigned long long)g_sim.host_calls,
+               g_sim.host_calls * (double)SIM_HOST_CALL_NS / 1e6);
     pthread_mutex_unlock(&g_sim.lock);
 }

@@ -322,7 +322,7 @@ CUresult simgpu_stream_synchronize(CUstream s)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     sim_host_call_locked();
-    simgpu_host_wait_until(sim_stream_ready_locked(&r));
+    sim_host_wait_locked(SIM_WAIT_STREAM, sim_stream_ready_locked(&r));
     sim_pool_release_completed_locked(r.d);
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
@@ -354,7 +354,7 @@ CUresult simgpu_device_synchronize(void)
     pthread_mutex_lock(&g_sim.lock);
     sim_host_call_locked();
     int dev = simgpu_current_device();
-    simgpu_host_wait_until(sim_device_done_locked(dev));
+    sim_host_wait_locked(SIM_WAIT_DEVICE, sim_device_done_locked(dev));
     sim_pool_release_completed_locked(sim_dev(dev));
     pthread_mutex_unlock(&g_sim.lock);
     return CUDA_SUCCESS;
@@ -465,8 +465,8 @@ CUresult simgpu_event_synchronize(CUevent e)
     if (!ev)
         return CUDA_ERROR_INVALID_HANDLE;
     if (ev->recorded) {
-        simgpu_host_wait_until(ev->time);
         pthread_mutex_lock(&g_sim.lock);
+        sim_host_wait_locked(SIM_WAIT_EVENT, ev->time);
         sim_pool_release_completed_locked(sim_dev(ev->dev));
         pthread_mutex_unlock(&g_sim.lock);
     }

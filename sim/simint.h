@@ -117,13 +117,21 @@ struct simgpu_global {
     size_t pinned_bytes;
     uint64_t host_now;            /* the host clock (one per process) */
     /* SIMGPU_STATS: host time charged per memory-management call kind, and
-     * host time spent waiting for a device in their implicit synchronisations */
+     * host time spent waiting for a device in their implicit synchronisations;
+     * the host's waits in explicit ones (SIM_WAIT_*) and its calls' fixed cost */
     uint64_t host_op_ns[16], host_op_calls[16], host_sync_wait_ns, host_syncs;
+    uint64_t wait_ns[3], waits[3], host_calls;
     int hazards;                  /* SIMGPU_HAZARDS: 0 off, 1 warn, 2 fatal */
     uint64_t fault_at, allocs;    /* SIMGPU_FAULT_ALLOC: fail allocation number fault_at */
     int fault_repeat;             /* ... and every one after it ("N+") */
 };
 extern struct simgpu_global g_sim;
+
+/* The explicit synchronisations SIMGPU_STATS counts the host's waits in. */
+enum { SIM_WAIT_STREAM, SIM_WAIT_EVENT, SIM_WAIT_DEVICE };
+/* The host waits until t in an explicit synchronisation of that kind; the
+ * caller holds g_sim.lock. */
+void sim_host_wait_locked(int kind, uint64_t t);
 
 struct simgpu_device *sim_dev(int i);
 struct simgpu_device *sim_device_of_locked(uintptr_t p);

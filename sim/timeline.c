@@ -68,8 +68,19 @@ void simgpu_host_wait_until(uint64_t t)
 /* Replaying a graph costs the host nothing per node: the launch was its call. */
 void sim_host_call_locked(void)
 {
-    if (!sim_replaying())
+    if (!sim_replaying()) {
+        g_sim.host_calls++;
         host_advance_locked(*host_clock() + SIM_HOST_CALL_NS);
+    }
+}
+
+void sim_host_wait_locked(int kind, uint64_t t)
+{
+    uint64_t now = *host_clock();
+    g_sim.waits[kind]++;
+    if (t > now)
+        g_sim.wait_ns[kind] += t - now;
+    host_advance_locked(t);
 }
 
 void sim_host_sync_device_locked(struct simgpu_device *d)
