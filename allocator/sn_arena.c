@@ -13,14 +13,16 @@
  * needs one waits on the arena's condition variable.
  *
  * A resident block is mapped from one physical handle of its size when one
- * is at hand, else from several (up to SN_PIECES) of other sizes: a
- * victim's handles go straight to missing blocks that lack as much (the
- * same size first), or to the cache of free handles, whose handles serve
- * any block that lacks at least their size; what no handle at hand covers
- * is created. Creating costs far more than mapping (per granule against
- * per mapping), and a network's blocks come in many sizes: handles kept
- * to one size were released and made again every iteration. Cached
- * handles are released only when the budget needs their bytes. Freed
+ * is at hand (a victim's or the cache of free handles'), else from large
+ * handles of other sizes (SN_PIECE_MIN_GRANULES and up, at most
+ * SN_PIECES), with what they lack created as one handle. Every piece is
+ * one more mapping each time the block comes back, and setting access
+ * costs per mapping (about 28 us, unmapping 17 us more), while creating
+ * and releasing cost little per granule (sim/hostcost.c, measured on an
+ * H200): a block assembled from 2 MiB pieces cost ResNet-50's per-iteration
+ * allocator 44 ms of host time per iteration where one handle each costs
+ * 21. A handle no load takes whole is cached, and cached handles are
+ * released only when the budget needs their bytes. Freed
  * blocks keep their addresses and mappings and are handed to the next
  * allocation of their size (iterations repeat sizes), so a framework that
  * allocates every tensor anew each iteration maps nothing in steady state.
@@ -56,10 +58,12 @@ _Static_assert(SN_ARENA_DEVICES == SN_MAX_DEVICES, "one arena per device");
 
 /* The physical memory under a resident block: handles mapped one after
  * another from its start. One of the block's size when there was one to
- * take; else handles of other sizes that an idle cache or the blocks sent
- * away had (cuMemCreate costs about 190 us per 2 MiB granule, a mapping
- * about 60 us, sim/hostcost.c), with what they lack created last. */
+ * take; else large handles of other sizes that an idle cache or the
+ * blocks sent away had, with what they lack created last. */
 enum { SN_PIECES = 16 };
+/* The smallest handle, in granules, a block takes that does not complete
+ * it (see sn_load_fits). */
+#define SN_PIECE_MIN_GRANULES 32
 typedef struct sn_piece {
     CUmemGenericAllocationHandle h;
     uint64_t size;
@@ -791,13 +795,20 @@ static void sn_load_add(sn_move *m, sn_piece pc, int from_victim)
     m->have += pc.size;
 }
 
-/* Whether a load can take a piece of size bytes: it lacks at least that
- * much, and a slot stays free for what must be created unless the piece
- * completes it. */
-static int sn_load_fits(const sn_move *m, uint64_t size)
+/* Whether a load can take a piece of size bytes: one that completes it,
+ * or a large one, with a slot left for what must be created. Each piece is
+ * one more mapping every time the block comes back (about 47 us of map,
+ * access and unmap), while making the bytes anew in the block's own handle
+ * costs under 1 us per granule (sim/hostcost.c): a small piece is worth
+ * more released than mapped. */
+static int sn_load_fits(const sn_arena *ar, const sn_move *m, uint64_t size)
 {
     uint64_t lack = m->b->size - m->have;
-    return size <= lack && (m->bk.n < SN_PIECES - 1 || (m->bk.n < SN_PIECES && size == lack));
+    if (size > lack)
+        return 0;
+    if (size == lack)
+        return m->bk.n < SN_PIECES;
+    return size >= SN_PIECE_MIN_GRANULES * ar->gran && m->bk.n < SN_PIECES - 1;
 }
 
 /* Takes cached handles for what a load lacks: one of exactly that size,
@@ -810,7 +821,7 @@ static uint64_t sn_load_from_cache_locked(sn_arena *ar, sn_move *m)
         size_t best = SIZE_MAX;
         for (size_t i = 0; i < ar->nh; i++) {
             uint64_t sz = ar->hcache[i].size;
-            if (!sn_load_fits(m, sz))
+            if (!sn_load_fits(ar, m, sz))
                 continue;
             if (sz == lack) {
                 best = i;
@@ -851,6 +862,14 @@ static inline void sn_note_stream_locked(sn_arena *ar, void *stream)
     }
     ar->stream_stamp[ar->nstreams] = ar->clock;
     ar->streams[ar->nstreams++] = stream;
+}
+
+void sn_arena_note_stream(sn_arena *ar, void *stream)
+{
+    sn_lock_take(&ar->lock);
+    ar->clock++;
+    sn_note_stream_locked(ar, stream);
+    sn_lock_give(&ar->lock);
 }
 
 /* A host synchronisation with the whole device is starting: what it covers
@@ -1068,7 +1087,7 @@ static int sn_make_room_locked(sn_arena *ar, sn_moves *p, uint64_t *wantp)
             size_t to = SIZE_MAX;
             for (size_t j = 0; j < p->nloads; j++) {
                 sn_move *l = &p->loads[j];
-                if (!sn_load_fits(l, pc.size))
+                if (!sn_load_fits(ar, l, pc.size))
                     continue;
                 if (to == SIZE_MAX || l->b->size - l->have == pc.size)
                     to = j;
@@ -2301,6 +2320,28 @@ void sn_arena_scoped_end(sn_arena *ar, void *block, void *key)
     sn_lock_give(&ar->lock);
 }
 
+/* Waits for the program's own work: each stream it used since the last
+ * synchronisation, or the whole device when one of them cannot be named
+ * (another thread's per-thread default stream, more streams than the list
+ * holds). Only a device synchronisation covers libsn's copies too, and only
+ * it says so (sn_synced_locked). */
+static void sn_arena_sync_program(sn_arena *ar)
+{
+    void *streams[SN_ARENA_MAX_STREAMS];
+    sn_lock_take(&ar->lock);
+    int n = ar->nstreams, all = ar->streams_overflow;
+    memcpy(streams, ar->streams, (size_t)n * sizeof *streams);
+    uint64_t covered = sn_sync_begin_locked(ar);
+    sn_lock_give(&ar->lock);
+    if (all) {
+        sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+        sn_arena_device_synced(ar, covered);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)streams[i]));
+}
+
 void sn_arena_free(sn_arena_alloc *a)
 {
     sn_block *b = a->b;
@@ -2315,15 +2356,35 @@ void sn_arena_free(sn_arena_alloc *a)
         free(a);
         return;
     }
-    /* cudaFree waits for the device: the program may rely on it */
-    uint64_t covered = sn_arena_sync_begin(ar);
-    sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
+    /* cudaFree waits for the device: the program may rely on it. What it
+     * can see is its own work: the streams it used since the last
+     * synchronisation (the whole device when one of them cannot be named),
+     * not libsn's copies of other blocks, which a per-iteration allocator
+     * would otherwise wait for after almost every layer. This block's own
+     * copies are waited for below: the next allocation of its size may
+     * have it. */
+    sn_arena_sync_program(ar);
     sn_lock_take(&ar->lock);
-    sn_synced_locked(ar, covered);
     while (b->busy) {
         ar->waiters++;
         sn_cond_wait(&ar->cond, &ar->lock, NULL);
         ar->waiters--;
+    }
+    for (int tries = 0; tries < 2; tries++) {
+        cudaEvent_t ev = NULL;
+        if (b->leaving && b->leave_ev)
+            ev = b->leave_ev;
+        else if (b->load_ev && b->load_stamp > ar->synced_stamp)
+            ev = b->load_ev;
+        if (!ev)
+            break;
+        sn_lock_give(&ar->lock);
+        sn_arena_quiet(SN_REAL(cudaEventSynchronize)(ev));
+        sn_lock_take(&ar->lock);
+        if (ev == b->load_ev)
+            b->load_stamp = 0;
+        if (ev == b->leave_ev)
+            break;
     }
     ar->allocated -= a->size;
     if (b->library) {

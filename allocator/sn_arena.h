@@ -185,6 +185,11 @@ void sn_arena_call_failed(sn_arena_ticket *t);
  * under the lock reads them). */
 void sn_arena_release(sn_arena_ticket *t);
 
+/* A call on stream that needs nothing resident is about to be forwarded:
+ * the stream is the program's, and a cudaFree waits for it as for those
+ * of the calls sn_arena_acquire saw. */
+void sn_arena_note_stream(sn_arena *ar, void *stream);
+
 /* The host synchronises with the whole device: sync_begin before the real
  * call (what it will cover: every call forwarded by then), device_synced
  * after it returned, with that value. */

@@ -1469,6 +1469,8 @@ static int sn_core_make_resident(sn_call *c, sn_step_token *t, const sn_access_u
             t->held.ar = NULL;
         if (rc == SN_ARENA_NO_SCRATCH)
             return SN_CORE_NO_SCRATCH;
+    } else {
+        sn_arena_note_stream(ar, c->stream);
     }
     if (rc == SN_ARENA_OK && u->peer_dev >= 0 && (u->npeer || u->peer_all)) {
         if (sn_core_make_peer_resident(c, t, u) == 0)

@@ -219,7 +219,7 @@ static void sn_exec_fit_to_arena(sn_planmodel_store *ps, sn_plan_model *pm, uint
 {
     pm->remap_drains = vmm_arena;
     pm->scratch_held = vmm_arena; /* the arena's scratch stays mapped */
-    pm->free_drains = 1; /* the framework's cudaFree waits for the device */
+    pm->free_drains = 0; /* the framework's cudaFree waits for its own streams, not libsn's copies */
     if (!granule)
         return;
     for (int k = 0; k < pm->ntensors; k++) {
@@ -714,6 +714,7 @@ void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv)
     }
     if (!ex->started) {
         ex->started = 1;
+        ex->whole = 0;
         /* joined mid-iteration: what lies behind is the demand's */
         while (ex->next_off < ex->nsteps && ex->pos[ex->next_off] < pos)
             ex->next_off++;
@@ -726,7 +727,11 @@ void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv)
         ex->next_off = ex->next_pre = 0;
         ex->iterations++;
         ex->iterations_all++;
-        ex->born_due += ex->born_off ? (uint64_t)ex->born_off[ex->nsteps] : 0;
+        /* the one that ended was followed from its first step: all its
+         * allocations were expected */
+        if (ex->whole && ex->born_off)
+            ex->born_due += (uint64_t)ex->born_off[ex->nsteps];
+        ex->whole = 1;
     }
     ex->last_pos = pos;
     ex->born_seen = 0;

@@ -72,8 +72,10 @@ typedef struct sn_exec {
                             the allocations since matched or passed over (a cursor) */
     uint64_t granule;
     uint64_t rebound;    /* allocations bound to the plan as they were made (run) */
-    uint64_t born_due;   /* allocations the plans expected anew in the whole iterations
-                            they were followed (run): rebound should come close */
+    uint64_t born_due;   /* allocations the plans expected anew in the iterations they
+                            were followed from first step to last (run): rebound, which
+                            counts the others' too, should be at least as many */
+    int whole;           /* the current iteration is followed from its first step */
     uint64_t *plan_tensor_bytes; /* per plan tensor: its bytes as planned (granules) */
     int bound, unbound;  /* tensors with and without a block */
     int next_pre, next_off;  /* the first plan step whose prefetches / later moves are not started */

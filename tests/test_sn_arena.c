@@ -59,10 +59,20 @@ static struct {
     cudaEvent_t waited_event;
     int stream_waits;          /* cudaStreamWaitEvent on a stream other than libsn's */
     int refuse_hcache_growth;  /* the seam: the cache of free handles cannot grow */
+    int device_syncs;          /* cudaDeviceSynchronize */
+    unsigned streams_synced;   /* cudaStreamSynchronize: a bit per token (stream_bit) */
+    cudaEvent_t synced_event;  /* the latest cudaEventSynchronize */
 } fake;
 
-static char stream_tokens[4];
+static char stream_tokens[5];
 #define TEST_STREAM ((cudaStream_t)(void *)&stream_tokens[3])
+#define OTHER_STREAM ((cudaStream_t)(void *)&stream_tokens[4])
+
+static unsigned stream_bit(cudaStream_t s)
+{
+    ptrdiff_t i = (const char *)(const void *)s - stream_tokens;
+    return i >= 0 && i < (ptrdiff_t)sizeof stream_tokens ? 1u << i : 1u << 31;
+}
 
 static void note_call(void)
 {
@@ -240,8 +250,8 @@ static cudaError_t fake_cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsig
 
 static cudaError_t fake_cudaEventSynchronize(cudaEvent_t e)
 {
-    (void)e;
     note_call();
+    fake.synced_event = e;
     return cudaSuccess;
 }
 
@@ -263,14 +273,15 @@ static cudaError_t fake_cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent
 
 static cudaError_t fake_cudaStreamSynchronize(cudaStream_t s)
 {
-    (void)s;
     note_call();
+    fake.streams_synced |= stream_bit(s);
     return cudaSuccess;
 }
 
 static cudaError_t fake_cudaDeviceSynchronize(void)
 {
     note_call();
+    fake.device_syncs++;
     return cudaSuccess;
 }
 
@@ -689,10 +700,107 @@ static void test_all_makes_everything_resident(void **state)
     assert_int_equal(fake.under_lock, 0);
 }
 
+/* A framework allocation of granules whole granules: its record. */
+static sn_arena_alloc *alloc_rec(sn_arena *ar, int granules)
+{
+    uintptr_t addr = 0;
+    sn_arena_alloc *rec = NULL;
+    sn_arena_alloc_request rq = {.size = (uint64_t)granules * GRAN, .owner = SN_OWNER_FRAMEWORK, .early = 1};
+    assert_int_equal(sn_arena_alloc_bytes(ar, &rq, &addr, &rec), SN_ARENA_OK);
+    return rec;
+}
+
+/* cudaFree waits for the program's streams (those of calls that needed
+ * nothing resident too) and for the freed block's own copy out, not for
+ * the whole device, where libsn's copies of other blocks run. The next
+ * allocation of its size gets the block, and the leave that was under
+ * way does not take its memory from under it. */
+static void test_free_waits_program_streams_and_own_copy(void **state)
+{
+    sn_arena *ar = *state;
+    sn_arena_alloc *rec = alloc_rec(ar, 2);
+    sn_block *a = sn_arena_alloc_block(rec);
+    fill(ar, a, 0x42);
+    sn_arena_note_stream(ar, OTHER_STREAM);
+    void *blocks[1] = {a};
+    int drop[1] = {0};
+    assert_int_equal(sn_arena_offload(ar, blocks, drop, 1), 1);
+    assert_true(a->leaving);
+    cudaEvent_t leave = a->leave_ev;
+    assert_non_null(leave);
+    fake.streams_synced = 0;
+    fake.synced_event = NULL;
+    sn_arena_free(rec);
+    assert_int_equal(fake.device_syncs, 0);
+    assert_int_equal(fake.streams_synced, stream_bit(TEST_STREAM) | stream_bit(OTHER_STREAM));
+    assert_ptr_equal(fake.synced_event, leave);
+    sn_arena_alloc *again = alloc_rec(ar, 2);
+    assert_ptr_equal(sn_arena_alloc_block(again), a);
+    fill(ar, a, 0x99);
+    assert_false(a->leaving);
+    sn_arena_reap(ar, 1);
+    assert_true(a->resident);
+    assert_true(all_bytes((void *)a->va, 0x99, a->size));
+    assert_int_equal(fake.under_lock, 0);
+}
+
+/* The same for a copy in: a block the plan is bringing back is freed; the
+ * free waits for that copy, which would otherwise land on the next
+ * allocation's contents. */
+static void test_free_waits_own_copy_in(void **state)
+{
+    sn_arena *ar = *state;
+    sn_arena_alloc *rec = alloc_rec(ar, 2);
+    sn_block *a = sn_arena_alloc_block(rec);
+    fill(ar, a, 0x17);
+    void *blocks[1] = {a};
+    int drop[1] = {0};
+    assert_int_equal(sn_arena_offload(ar, blocks, drop, 1), 1);
+    sn_arena_reap(ar, 1);
+    assert_false(a->resident);
+    assert_int_equal(sn_arena_prefetch(ar, blocks, 1), 1);
+    cudaEvent_t load = a->load_ev;
+    assert_non_null(load);
+    fake.synced_event = NULL;
+    sn_arena_free(rec);
+    assert_ptr_equal(fake.synced_event, load);
+    assert_int_equal(fake.device_syncs, 0);
+    assert_int_equal(fake.under_lock, 0);
+}
+
+/* A load takes a handle that completes it, never small ones that do not:
+ * each piece would be one more mapping every time the block comes back.
+ * Two freed one-granule blocks make room for a two-granule one: their
+ * handles are released and one of its size is made. */
+static void test_load_makes_one_handle_over_small_pieces(void **state)
+{
+    sn_arena *ar = *state;
+    sn_arena_alloc *ra = alloc_rec(ar, 1), *rb = alloc_rec(ar, 1);
+    sn_block *a = sn_arena_alloc_block(ra), *b = sn_arena_alloc_block(rb), *d = alloc_block(ar, 2);
+    fill(ar, a, 1);
+    fill(ar, b, 2);
+    fill(ar, d, 3);
+    assert_int_equal(fake.creates, 3);
+    sn_arena_free(ra);
+    sn_arena_free(rb);
+    sn_block *c = alloc_block(ar, 2);
+    fill(ar, c, 4);
+    assert_true(c->resident);
+    assert_int_equal(c->bk.n, 1);
+    assert_int_equal(fake.creates, 4);
+    assert_int_equal(fake.releases, 2);
+    assert_true(ar->phys_bytes <= ar->budget);
+    assert_true(all_bytes((void *)d->va, 3, d->size));
+    assert_int_equal(fake.under_lock, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_acquire_maps_missing_block, setup),
+        cmocka_unit_test_setup(test_free_waits_program_streams_and_own_copy, setup),
+        cmocka_unit_test_setup(test_free_waits_own_copy_in, setup),
+        cmocka_unit_test_setup(test_load_makes_one_handle_over_small_pieces, setup),
         cmocka_unit_test_setup(test_eviction_copies_out_then_unmaps, setup),
         cmocka_unit_test_setup(test_working_set_over_budget_fails_cleanly, setup),
         cmocka_unit_test_setup(test_offload_reap_prefetch, setup),
