@@ -33,6 +33,7 @@ unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
 export SN_HOST_LIMIT=128G
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/fullsize_lib.sh"
 # A run that fails other than by running out of memory (the trainer's exit
 # status 3, a result here) stops the script: no table is written.
 fail() { echo "policy_fullsize.sh: $*; no table written" >&2; exit 1; }
@@ -66,10 +67,6 @@ if [ -n "${BENCH_QUICK:-}" ]; then
     maxb_nets=("${maxb_nets[0]}")
 fi
 
-# steady-state ms per iteration: the mean of the last three
-steady_of() {
-    awk '/^iter [0-9]+ loss/ { t[n++] = $6 } END { if (n >= 3) printf "%.3f", (t[n-1]+t[n-2]+t[n-3]) / 3 }' "$1"
-}
 # GB copied in and out per iteration, from the report's latest iterations
 moved_of() {
     python3 - "$1" <<'PY'
@@ -112,37 +109,6 @@ trains() { # args...: 0 when the run completes (a failure's stderr kept in fail.
     cp "$tmp/run.err" "$tmp/fail.err"
     return 1
 }
-# What stopped the last run that failed, in a few words, from libsn's error.
-why_failed() {
-    python3 - "$tmp/fail.err" <<'PY'
-import re, sys
-try:
-    text = open(sys.argv[1]).read()
-except OSError:
-    text = ""
-m = re.search(r"libsn: out of memory: device \d+: (.*?) needs [0-9.]+ MiB resident at once, which fits "
-              r"SN_BUDGET .*? SN_HOST_LIMIT \(([0-9.]+) MiB\) is used up", text)
-if m:
-    print("host memory: making room for %s needs more than SN_HOST_LIMIT (%.0f GiB) of pinned memory"
-          % (m.group(1), float(m.group(2)) / 1024))
-    sys.exit()
-m = re.search(r"libsn: out of memory: device \d+: (.*?) needs ([0-9.]+) MiB resident at once", text)
-if m:
-    print("one step's working set: %s needs %.0f MiB at once" % (m.group(1), float(m.group(2))))
-    sys.exit()
-m = re.search(r"does not fit: ([0-9.]+) MiB allocated already.*SN_HOST_LIMIT \(([0-9.]+) MiB\)", text)
-if m:
-    print("host memory: %.0f GiB allocated, more than the budget plus SN_HOST_LIMIT (%.0f GiB)"
-          % (float(m.group(1)) / 1024, float(m.group(2)) / 1024))
-    sys.exit()
-if "needs address space" in text:
-    print("address space (cuMemAddressReserve refused)")
-    sys.exit()
-lines = [l for l in text.splitlines() if "out of memory" in l or "error" in l]
-print((lines[0] if lines else "did not finish").replace("|", "/")[:100])
-PY
-}
-
 {
     echo "# Manage mode: networks larger than a 12 GB GPU, every policy"
     echo

@@ -20,6 +20,9 @@
 #   policies_12gb.md      networks larger than a 12 GB GPU under every policy, against
 #                         unlimited memory; largest batch, deepest ResNet
 #                         (bench/policy_fullsize.sh)
+#   oversubscription.md   four networks at 2 to 12 times the batch that fits 12 GB:
+#                         ideal, bound, auto, the best seed policy, demand residency
+#                         (bench/oversubscription.sh)
 #   planning.md           how long planning holds the framework, on libsn's thread
 #                         and with SN_PLAN_WAIT=1 (bench/planning_bench.sh)
 #   caffe.md              BVLC Caffe on full-size nets in 12 GB, alone and under libsn:
@@ -222,6 +225,8 @@ fi
 if [ -f "$PWD/$BUILD/libsn.so" ]; then
     BUILD=$BUILD OUT=$OUT bench/policy_bench.sh >/dev/null && echo "wrote $OUT/policies.md" || status=1
     BUILD=$BUILD OUT=$OUT bench/policy_fullsize.sh >/dev/null && echo "wrote $OUT/policies_12gb.md" || status=1
+    BUILD=$BUILD bench/oversubscription.sh "$OUT/oversubscription.md" >/dev/null &&
+        echo "wrote $OUT/oversubscription.md" || status=1
 fi
 
 # Planning off the framework's thread: how long it holds the framework.
