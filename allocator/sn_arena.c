@@ -2952,6 +2952,8 @@ void sn_arena_stats(sn_arena *ar, sn_manage_stats *out)
     sn_lock_take(&ar->lock);
     *out = ar->st;
     out->host_peak = ar->stage.peak;
+    out->host_pinned = ar->stage.pinned;
+    out->host_pin_ms = (double)ar->stage.pin_ns / 1e6;
     out->resident_now = ar->resident_bytes;
     out->va_reserved = ar->va_reserved;
     out->held_now = ar->held;

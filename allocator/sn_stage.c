@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/sn_array.h"
@@ -117,7 +118,11 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
     uint64_t bytes = sn_stage_round(size) > SN_STAGE_SLAB ? sn_stage_round(size) : SN_STAGE_SLAB;
     void *p = NULL;
     sn_real_cudaHostAlloc_fn halloc = SN_REAL(cudaHostAlloc);
-    if (!halloc || halloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess || !p) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cudaError_t rc = halloc ? halloc(&p, bytes, cudaHostAllocPortable) : cudaErrorNotSupported;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc != cudaSuccess || !p) {
         sn_real_cudaGetLastError_fn get = SN_REAL(cudaGetLastError);
         if (get)
             get();
@@ -132,6 +137,7 @@ void *sn_stage_grow(sn_stage *s, sn_lock *lock, uint64_t size)
         sl->base = p;
         sl->size = bytes;
         s->pinned += bytes;
+        s->pin_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
         sn_stage_slab_give(sl, 0, bytes);
         uint64_t off;
         if (sn_stage_slab_take(sl, size, &off) == 0)

@@ -32,6 +32,7 @@ typedef struct sn_stage {
     uint64_t limit;         /* bytes of host copies allowed */
     uint64_t reserved;      /* bytes promised to copies (reserve .. free) */
     uint64_t pinned;        /* bytes of slabs */
+    uint64_t pin_ns;        /* host time the slabs took to pin (cudaHostAlloc) */
     uint64_t peak;          /* most bytes reserved at once */
     sn_stage_slab *slabs;
     size_t nslabs, cap_slabs;

@@ -15,6 +15,7 @@ typedef struct sn_plan_iter_stats {
     double stall_ms;             /* streams waiting for copies in and the host for copies out */
     uint64_t in_bytes, out_bytes; /* copied in and out (planned and on demand) */
     uint64_t off_steps;          /* calls off the learned sequence */
+    uint64_t pinned_bytes;       /* pinned host memory libsn added for copies */
 } sn_plan_iter_stats;
 
 enum { SN_PLAN_ITER_STATS = 32 };
@@ -56,6 +57,8 @@ typedef struct sn_manage_stats {
     uint64_t largest_need;               /* the largest working set a call needed resident */
     uint64_t pinned_library;             /* library memory kept resident */
     uint64_t host_peak;                  /* most pinned host bytes used for copies */
+    uint64_t host_pinned;                /* pinned host bytes held for copies (slabs) */
+    double host_pin_ms;                  /* host time pinning them took */
     uint64_t oom_calls, oom_allocs;      /* calls and allocations refused for lack of memory */
     double stall_in_ms;                  /* time consumers' streams waited for swap-ins (device clock) */
     double stall_out_ms;                 /* time copies out took once their fence was passed: the host waited */

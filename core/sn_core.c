@@ -1804,7 +1804,7 @@ static void sn_core_plan_moves(int dev, int64_t pos, void *stream, const sn_plan
         sn_manage_stats st;
         sn_arena_stats(ar, &st);
         const sn_manage_totals totals = {st.stall_in_ms + st.stall_out_ms, st.swap_in_bytes, st.swap_out_bytes,
-                                         st.resident_now};
+                                         st.resident_now, st.host_pinned};
         sn_lock_take(&d->lock);
         sn_manage_measured_locked(&d->mgr, due, pos, now, ms, &totals);
         sn_lock_give(&d->lock);

@@ -759,23 +759,25 @@ void sn_exec_due(sn_exec *ex, int64_t pos, sn_exec_moves *mv)
     ex->quiet_pre = p < ex->nsteps ? ex->pos[p] : INT64_MAX;
 }
 
-void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t out_bytes)
+void sn_exec_measure(sn_exec *ex, const sn_manage_totals *totals)
 {
     if (ex->measured) {
         sn_plan_iter_stats *h = &ex->hist[ex->nhist % SN_PLAN_ITER_STATS];
         *h = (sn_plan_iter_stats){.iteration = ex->nhist,
                                   .ms = -1,
-                                  .stall_ms = stall_ms - ex->last_stall,
-                                  .in_bytes = in_bytes - ex->last_in,
-                                  .out_bytes = out_bytes - ex->last_out,
-                                  .off_steps = ex->off_steps - ex->last_off};
+                                  .stall_ms = totals->stall_ms - ex->last_stall,
+                                  .in_bytes = totals->in_bytes - ex->last_in,
+                                  .out_bytes = totals->out_bytes - ex->last_out,
+                                  .off_steps = ex->off_steps - ex->last_off,
+                                  .pinned_bytes = totals->pinned - ex->last_pinned};
         ex->nhist++;
     }
     ex->measured = 1;
-    ex->last_stall = stall_ms;
-    ex->last_in = in_bytes;
-    ex->last_out = out_bytes;
+    ex->last_stall = totals->stall_ms;
+    ex->last_in = totals->in_bytes;
+    ex->last_out = totals->out_bytes;
     ex->last_off = ex->off_steps;
+    ex->last_pinned = totals->pinned;
 }
 
 void sn_exec_iteration_ms(sn_exec *ex, uint64_t iteration, double ms)
@@ -854,6 +856,7 @@ void sn_exec_free(sn_exec *ex)
     ex->last_in = keep.last_in;
     ex->last_out = keep.last_out;
     ex->last_off = keep.last_off;
+    ex->last_pinned = keep.last_pinned;
     ex->trial = keep.trial;
     /* convolutions run otherwise than the framework asked: the whole run's */
     ex->algo_calls = keep.algo_calls;

@@ -102,7 +102,7 @@ typedef struct sn_exec {
     void *start_ev[SN_PLAN_ITER_STATS + 1];
     int measured;            /* the totals below are set */
     double last_stall;
-    uint64_t last_in, last_out, last_off;
+    uint64_t last_in, last_out, last_off, last_pinned;
     /* per step of the learned iteration (period): memory the plan predicts,
      * and mapped memory when the step's call came (recorded on request) */
     uint64_t *plan_mem, *seen_mem;
@@ -276,10 +276,18 @@ static inline int sn_exec_claim_start(sn_exec *ex)
     return 1;
 }
 
+/* The arena's running totals at an iteration start (declared here, as the
+ * executor's history is made from them; sn_manage_measured_locked passes
+ * them on). */
+typedef struct sn_manage_totals {
+    double stall_ms;
+    uint64_t in_bytes, out_bytes, resident;
+    uint64_t pinned;   /* pinned host bytes held for copies */
+} sn_manage_totals;
 /* Closes the iteration just ended with the device's running totals
- * (stall ms, bytes copied in and out); the first call only sets the
- * baseline. */
-void sn_exec_measure(sn_exec *ex, double stall_ms, uint64_t in_bytes, uint64_t out_bytes);
+ * (stall ms, bytes copied in and out, pinned host memory); the first call
+ * only sets the baseline. */
+void sn_exec_measure(sn_exec *ex, const sn_manage_totals *totals);
 
 /* The device time of iteration `iteration` (between two starts' events),
  * known one iteration later. */

@@ -146,7 +146,7 @@ void sn_manage_measured_locked(sn_manager *m, const sn_plan_due *due, int64_t po
 {
     sn_exec *ex = &m->exec;
     if (due->start) {
-        sn_exec_measure(ex, totals->stall_ms, totals->in_bytes, totals->out_bytes);
+        sn_exec_measure(ex, totals);
         ex->start_ev[due->boundary % SN_START_EVENTS] = now;
         if (due->timed != UINT64_MAX && ms >= 0) {
             sn_exec_iteration_ms(ex, due->timed, ms);

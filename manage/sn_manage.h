@@ -90,10 +90,6 @@ void sn_manage_due_locked(sn_manager *m, int64_t pos, const sn_call *c, sn_plan_
  * of iteration due->timed (< 0: not known), the arena's running totals
  * (stall ms, bytes in and out) and mapped memory. Moves to the next of
  * auto's candidates when the one followed is measured. */
-typedef struct sn_manage_totals {
-    double stall_ms;
-    uint64_t in_bytes, out_bytes, resident;
-} sn_manage_totals;
 void sn_manage_measured_locked(sn_manager *m, const sn_plan_due *due, int64_t pos, void *now, double ms,
                                const sn_manage_totals *totals);
 

@@ -175,6 +175,20 @@ if not ok:
     print('# per_iteration', it, 'trainer', trainer, file=sys.stderr)
 sys.exit(not ok)
 PY"
+# Pinned host memory for the copies is said per iteration: a plan's
+# steady state pins nothing (a GPU pins at about 0.4 s per GiB, bench/
+# results/gpu_h200.md), and what it uses was pinned once.
+check "plan: pinned host memory per iteration, none in the steady state; as much pinned as used at most" \
+    "python3 - '$tmp/polauto.json' <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))['devices'][0]['manage']
+it = d['plan']['per_iteration']
+ok = (len(it) >= 5 and d['host_pinned'] >= d['host_peak'] > 0 and
+      sum(h['pinned_bytes'] for h in it) <= d['host_pinned'] and all(h['pinned_bytes'] == 0 for h in it[-4:]))
+if not ok:
+    print('# host_pinned', d['host_pinned'], 'host_peak', d['host_peak'], [h['pinned_bytes'] for h in it], file=sys.stderr)
+sys.exit(not ok)
+PY"
 check "plan: SN_PLOT draws the plan's memory curve and the mapped one (auto), neither without a plan (lru)" \
     "grep -q 'plan (auto), predicted' '$tmp/polauto.svg' && grep -q 'mapped under the plan' '$tmp/polauto.svg' &&
      [ \$(grep -c '<polyline' '$tmp/polauto.svg') = 6 ] && ! grep -q 'mapped under the plan' '$tmp/pollru.svg'"

@@ -178,15 +178,16 @@ static void text_manage_plan(FILE *f, const sn_manage_stats *s)
                 s->plan_predicted_ms, s->plan_stall_ms, s->plan_niter);
     else
         fprintf(f, "  per iteration      the latest %d iterations followed, as measured:\n", s->plan_niter);
-    fprintf(f, "    %9s %12s %14s %10s %10s %14s\n", "iteration", "device ms", "swap stall ms", "in MiB",
-            "out MiB", "off-plan calls");
+    fprintf(f, "    %9s %12s %14s %10s %10s %14s %11s\n", "iteration", "device ms", "swap stall ms", "in MiB",
+            "out MiB", "off-plan calls", "pinned MiB");
     for (int i = 0; i < s->plan_niter; i++) {
         const sn_plan_iter_stats *h = &s->plan_iter[i];
         char ms[32] = "-";
         if (h->ms >= 0)
             snprintf(ms, sizeof ms, "%.3f", h->ms);
-        fprintf(f, "    %9llu %12s %14.3f %10.1f %10.1f %14llu\n", (unsigned long long)h->iteration, ms, h->stall_ms,
-                mib(h->in_bytes), mib(h->out_bytes), (unsigned long long)h->off_steps);
+        fprintf(f, "    %9llu %12s %14.3f %10.1f %10.1f %14llu %11.1f\n", (unsigned long long)h->iteration, ms,
+                h->stall_ms, mib(h->in_bytes), mib(h->out_bytes), (unsigned long long)h->off_steps,
+                mib(h->pinned_bytes));
     }
 }
 
@@ -225,9 +226,10 @@ static void text_manage(FILE *f, const sn_manage_stats *s)
                "memory kept resident %.1f MiB\n",
             mib(s->peak_resident), mib(s->peak_physical), (unsigned long long)s->handles_created,
             mib(s->handles_created_bytes), mib(s->pinned_library));
-    fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB\n",
+    fprintf(f, "  swaps              in %llu (%.1f MiB), out %llu (%.1f MiB); pinned host used at most %.1f MiB "
+               "of %.1f MiB pinned (%.0f ms of host time pinning it; per iteration below)\n",
             (unsigned long long)s->swap_in, mib(s->swap_in_bytes), (unsigned long long)s->swap_out,
-            mib(s->swap_out_bytes), mib(s->host_peak));
+            mib(s->swap_out_bytes), mib(s->host_peak), mib(s->host_pinned), s->host_pin_ms);
     fprintf(f, "  evictions          %llu: %llu clean (host copy current, nothing written back), %llu freed (dead)\n",
             (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
             (unsigned long long)s->freed_drops);
@@ -545,7 +547,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
                "\"peak_resident\":%llu,\"peak_physical\":%llu,\"handles_created\":%llu,\"handles_created_bytes\":%llu,"
                "\"library_resident\":%llu,"
                "\"swap_in\":%llu,\"swap_in_bytes\":%llu,\"swap_out\":%llu,\"swap_out_bytes\":%llu,"
-               "\"host_peak\":%llu,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
+               "\"host_peak\":%llu,\"host_pinned\":%llu,\"host_pin_ms\":%.6f,\"evictions\":%llu,\"clean_drops\":%llu,\"freed_drops\":%llu,"
                "\"dead_loads\":%llu,\"restored_loads\":%llu,\"create_retries\":%llu,\"fences\":%llu,\"host_waits\":%llu,\"own_waits\":%llu,\"largest_need\":%llu,"
                "\"smallest_budget\":%llu,\"oom_calls\":%llu,\"oom_allocs\":%llu,"
                "\"stall_in_ms\":%.6f,\"stall_out_ms\":%.6f,\"stall_unmeasured\":%llu,"
@@ -561,7 +563,7 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
             (unsigned long long)s->pinned_library, (unsigned long long)s->swap_in,
             (unsigned long long)s->swap_in_bytes, (unsigned long long)s->swap_out,
             (unsigned long long)s->swap_out_bytes, (unsigned long long)s->host_peak,
-            (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
+            (unsigned long long)s->host_pinned, s->host_pin_ms, (unsigned long long)s->evictions, (unsigned long long)s->clean_drops,
             (unsigned long long)s->freed_drops, (unsigned long long)s->dead_loads,
             (unsigned long long)s->restored_loads, (unsigned long long)s->create_retries,
             (unsigned long long)s->fences, (unsigned long long)s->host_waits,
@@ -613,9 +615,10 @@ static void json_manage(FILE *f, const sn_manage_stats *s)
         for (int i = 0; i < s->plan_niter; i++) {
             const sn_plan_iter_stats *h = &s->plan_iter[i];
             fprintf(f, "%s{\"iteration\":%llu,\"ms\":%.6f,\"stall_ms\":%.6f,\"in_bytes\":%llu,\"out_bytes\":%llu,"
-                       "\"off_plan_calls\":%llu}",
+                       "\"off_plan_calls\":%llu,\"pinned_bytes\":%llu}",
                     i ? "," : "", (unsigned long long)h->iteration, h->ms, h->stall_ms, (unsigned long long)h->in_bytes,
-                    (unsigned long long)h->out_bytes, (unsigned long long)h->off_steps);
+                    (unsigned long long)h->out_bytes, (unsigned long long)h->off_steps,
+                    (unsigned long long)h->pinned_bytes);
         }
         fprintf(f, "]}},");
     } else
