@@ -872,6 +872,24 @@ void sn_arena_note_stream(sn_arena *ar, void *stream)
     sn_lock_give(&ar->lock);
 }
 
+void sn_arena_forget_stream(sn_arena *ar, void *stream)
+{
+    sn_lock_take(&ar->lock);
+    for (int i = 0; i < ar->nstreams; i++)
+        if (ar->streams[i] == stream) {
+            if (ar->stream_stamp[i] > ar->synced_stamp) {
+                ar->streams_overflow = 1;
+                if (ar->stream_stamp[i] > ar->overflow_stamp)
+                    ar->overflow_stamp = ar->stream_stamp[i];
+            }
+            ar->streams[i] = ar->streams[ar->nstreams - 1];
+            ar->stream_stamp[i] = ar->stream_stamp[ar->nstreams - 1];
+            ar->nstreams--;
+            break;
+        }
+    sn_lock_give(&ar->lock);
+}
+
 /* A host synchronisation with the whole device is starting: what it covers
  * is every call forwarded before now, so not the calls still between
  * acquire and release (they are forwarded later). Returns the clock it

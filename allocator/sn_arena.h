@@ -190,6 +190,12 @@ void sn_arena_release(sn_arena_ticket *t);
  * of the calls sn_arena_acquire saw. */
 void sn_arena_note_stream(sn_arena *ar, void *stream);
 
+/* The program destroyed stream: it leaves the list a cudaFree waits for
+ * (the handle may be reused or invalid), and work it may still have
+ * queued is covered by a wait for the whole device at the next free
+ * instead, until a device synchronisation covers it. */
+void sn_arena_forget_stream(sn_arena *ar, void *stream);
+
 /* The host synchronises with the whole device: sync_begin before the real
  * call (what it will cover: every call forwarded by then), device_synced
  * after it returned, with that value. */

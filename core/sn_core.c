@@ -120,6 +120,15 @@ typedef struct sn_event_info {
 static sn_stream_info *sn_streams;
 static sn_event_info *sn_events;
 
+void sn_core_stream_destroying(void *stream)
+{
+    for (int d = 0; d < SN_ARENA_DEVICES; d++) {
+        sn_arena *ar = __atomic_load_n(&sn_arena_ready[d], __ATOMIC_ACQUIRE);
+        if (ar)
+            sn_arena_forget_stream(ar, stream);
+    }
+}
+
 void sn_core_note_stream(void *stream, int flag)
 {
     sn_lock_take(&sn_handles_lock);

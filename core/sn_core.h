@@ -167,6 +167,9 @@ void sn_core_sync_begin(int dev);
 /* Streams created non-blocking (flag 1) do not synchronise with the legacy
  * default stream; flag -1: the stream was destroyed. */
 void sn_core_note_stream(void *stream, int flag);
+/* The program is destroying stream: manage mode's arenas stop waiting for
+ * it by name (sn_arena_forget_stream). */
+void sn_core_stream_destroying(void *stream);
 /* The framework recorded event on stream; cudaEventSynchronize(event)
  * later means that stream has caught up. */
 void sn_core_note_event(void *event, void *stream);

@@ -243,7 +243,9 @@ SN_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     SN_PROLOGUE(CUDART, cudaStreamDestroy, (stream))
     /* Steps still pending on the stream are harvested by later syncs; the
-     * events libsn recorded there stay valid after the stream is gone. */
+     * events libsn recorded there stay valid after the stream is gone.
+     * The arenas stop naming it first (a new stream may get its handle). */
+    sn_core_stream_destroying(stream);
     cudaError_t rc = real(stream);
     if (rc == cudaSuccess)
         sn_core_note_stream(stream, -1);

@@ -744,6 +744,30 @@ static void test_free_waits_program_streams_and_own_copy(void **state)
     assert_int_equal(fake.under_lock, 0);
 }
 
+/* A stream the program destroys is not waited for by name again (its
+ * handle may be invalid, or another stream's by then): the next free
+ * waits for the whole device instead, as work may still be queued on it. */
+static void test_free_after_stream_destroyed_waits_device(void **state)
+{
+    sn_arena *ar = *state;
+    sn_arena_alloc *rec = alloc_rec(ar, 1);
+    fill(ar, sn_arena_alloc_block(rec), 0x21);
+    sn_arena_note_stream(ar, OTHER_STREAM);
+    sn_arena_forget_stream(ar, TEST_STREAM);
+    fake.streams_synced = 0;
+    sn_arena_free(rec);
+    assert_int_equal(fake.device_syncs, 1);
+    assert_int_equal(fake.streams_synced & stream_bit(TEST_STREAM), 0);
+    /* the device synchronisation covered it: the next free names streams again */
+    sn_arena_alloc *again = alloc_rec(ar, 1);
+    fill(ar, sn_arena_alloc_block(again), 0x22);
+    fake.streams_synced = 0;
+    sn_arena_free(again);
+    assert_int_equal(fake.device_syncs, 1);
+    assert_int_equal(fake.streams_synced, stream_bit(TEST_STREAM));
+    assert_int_equal(fake.under_lock, 0);
+}
+
 /* The same for a copy in: a block the plan is bringing back is freed; the
  * free waits for that copy, which would otherwise land on the next
  * allocation's contents. */
@@ -800,6 +824,7 @@ int main(void)
         cmocka_unit_test_setup(test_acquire_maps_missing_block, setup),
         cmocka_unit_test_setup(test_free_waits_program_streams_and_own_copy, setup),
         cmocka_unit_test_setup(test_free_waits_own_copy_in, setup),
+        cmocka_unit_test_setup(test_free_after_stream_destroyed_waits_device, setup),
         cmocka_unit_test_setup(test_load_makes_one_handle_over_small_pieces, setup),
         cmocka_unit_test_setup(test_eviction_copies_out_then_unmaps, setup),
         cmocka_unit_test_setup(test_working_set_over_budget_fails_cleanly, setup),
