@@ -1,7 +1,29 @@
 # fullsize_lib.sh — what the full-size benches on the simulated 12 GB device
-# share (bench/policy_fullsize.sh, bench/oversubscription.sh): reading a
-# trainer run's steady state and a failed run's reason. Sourced; the caller
-# sets $tmp (its scratch folder).
+# share (bench/policy_fullsize.sh, bench/oversubscription.sh): the
+# environment they run in, reading a trainer run's steady state and a
+# failed run's reason. Sourced, then fullsize_setup.
+
+# fullsize_setup SCRIPT: the simulated 12 GB titanx (PCIe 3; compute off)
+# with SN_HOST_LIMIT=128G of pinned host memory, as a training server of
+# that size would have; plans made on the framework's thread, so that each
+# starts at the same call in every run and the tables are reproducible
+# (docs/decisions.md); $SNTRAIN and $LIBSN, checked; $tmp, a scratch folder
+# removed at exit. fail stops the script, naming it: no table is written.
+fullsize_setup() {
+    SCRIPT=$1
+    export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export SN_PLAN_WAIT=1
+    SNTRAIN="$PWD/$BUILD/sntrain"
+    LIBSN="$PWD/$BUILD/libsn.so"
+    export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
+    unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
+    export SN_HOST_LIMIT=128G
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    local f
+    for f in "$SNTRAIN" "$LIBSN"; do [ -e "$f" ] || fail "$f is missing (make all-targets)"; done
+}
+fail() { echo "$SCRIPT: $*; no table written" >&2; exit 1; }
 
 # steady-state ms per iteration: the mean of the last three
 steady_of() {

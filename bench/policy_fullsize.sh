@@ -22,22 +22,10 @@
 set -u
 BUILD=${BUILD:-build}
 OUT=${OUT:-bench/results}
-export LD_LIBRARY_PATH="$PWD/$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# Plans made on the framework's thread, so that each starts at the same
-# call in every run and the tables are reproducible (docs/decisions.md).
-export SN_PLAN_WAIT=1
-SNTRAIN="$PWD/$BUILD/sntrain"
-LIBSN="$PWD/$BUILD/libsn.so"
-export SIMGPU_PROFILE=titanx SIMGPU_COMPUTE=0
-unset SIMGPU_MEM SN_BUDGET SN_POLICY SN_MODE SN_WORKSPACE
-export SN_HOST_LIMIT=128G
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/fullsize_lib.sh"
 # A run that fails other than by running out of memory (the trainer's exit
 # status 3, a result here) stops the script: no table is written.
-fail() { echo "policy_fullsize.sh: $*; no table written" >&2; exit 1; }
-for f in "$SNTRAIN" "$LIBSN"; do [ -e "$f" ] || fail "$f is missing (make all-targets)"; done
+. "$(dirname "$0")/fullsize_lib.sh"
+fullsize_setup policy_fullsize.sh
 ITERS=${ITERS:-40}
 # auto measures up to eight candidate plans first, about five iterations
 # each: its runs are longer, so that the three measured are its steady state
