@@ -1226,19 +1226,26 @@ typedef struct sn_run {
  * 1 when stream captures (and was dealt with). A stream that joined a
  * capture without beginning it has no such event: its work from before
  * is not waited for (docs/decisions.md). */
-static int sn_fence_capturing(sn_arena *ar, void *stream)
+static int sn_stream_capturing(void *stream, void **ev)
 {
-    void *ev = NULL;
-    if (sn_capture_event(stream, &ev)) {
-        if (ev && SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, (cudaEvent_t)ev, 0) != cudaSuccess)
-            sn_arena_quiet(cudaErrorUnknown);
+    *ev = NULL;
+    if (sn_capture_event(stream, ev))
         return 1;
-    }
     enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     cudaError_t rc = SN_REAL(cudaStreamIsCapturing) ? SN_REAL(cudaStreamIsCapturing)((cudaStream_t)stream, &st)
                                                      : cudaSuccess;
     sn_arena_quiet(rc);
     return rc != cudaSuccess || st != cudaStreamCaptureStatusNone;
+}
+
+static int sn_fence_capturing(sn_arena *ar, void *stream)
+{
+    void *ev;
+    if (!sn_stream_capturing(stream, &ev))
+        return 0;
+    if (ev && SN_REAL(cudaStreamWaitEvent)(ar->copy_stream, (cudaEvent_t)ev, 0) != cudaSuccess)
+        sn_arena_quiet(cudaErrorUnknown);
+    return 1;
 }
 
 static void sn_victims_fence(sn_run *r)
@@ -2356,8 +2363,19 @@ static void sn_arena_sync_program(sn_arena *ar)
         sn_arena_device_synced(ar, covered);
         return;
     }
-    for (int i = 0; i < n; i++)
+    /* a capturing stream cannot be synchronised (that would invalidate
+     * the program's capture): what can run on it is what came before the
+     * capture began, which the event libsn recorded then covers, as for
+     * a fence (sn_fence_capturing) */
+    for (int i = 0; i < n; i++) {
+        void *ev;
+        if (sn_capture_active() && sn_stream_capturing(streams[i], &ev)) {
+            if (ev)
+                sn_arena_quiet(SN_REAL(cudaEventSynchronize)((cudaEvent_t)ev));
+            continue;
+        }
         sn_arena_quiet(SN_REAL(cudaStreamSynchronize)((cudaStream_t)streams[i]));
+    }
 }
 
 void sn_arena_free(sn_arena_alloc *a)

@@ -768,6 +768,26 @@ static void test_free_after_stream_destroyed_waits_device(void **state)
     assert_int_equal(fake.under_lock, 0);
 }
 
+/* A free does not synchronise a stream that is capturing into a graph
+ * (that would invalidate the program's capture): it waits for the event
+ * recorded there before the capture began, which covers all that can run. */
+static void test_free_leaves_capturing_stream(void **state)
+{
+    sn_arena *ar = *state;
+    sn_arena_alloc *rec = alloc_rec(ar, 1);
+    fill(ar, sn_arena_alloc_block(rec), 0x31);
+    static char before_capture;
+    sn_capture_begun(TEST_STREAM, &before_capture);
+    fake.streams_synced = 0;
+    fake.synced_event = NULL;
+    sn_arena_free(rec);
+    assert_ptr_equal(sn_capture_ended(TEST_STREAM), &before_capture);
+    assert_int_equal(fake.streams_synced & stream_bit(TEST_STREAM), 0);
+    assert_ptr_equal(fake.synced_event, (cudaEvent_t)(void *)&before_capture);
+    assert_int_equal(fake.device_syncs, 0);
+    assert_int_equal(fake.under_lock, 0);
+}
+
 /* The same for a copy in: a block the plan is bringing back is freed; the
  * free waits for that copy, which would otherwise land on the next
  * allocation's contents. */
@@ -824,6 +844,7 @@ int main(void)
         cmocka_unit_test_setup(test_acquire_maps_missing_block, setup),
         cmocka_unit_test_setup(test_free_waits_program_streams_and_own_copy, setup),
         cmocka_unit_test_setup(test_free_waits_own_copy_in, setup),
+        cmocka_unit_test_setup(test_free_leaves_capturing_stream, setup),
         cmocka_unit_test_setup(test_free_after_stream_destroyed_waits_device, setup),
         cmocka_unit_test_setup(test_load_makes_one_handle_over_small_pieces, setup),
         cmocka_unit_test_setup(test_eviction_copies_out_then_unmaps, setup),
