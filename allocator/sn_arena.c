@@ -2356,7 +2356,8 @@ static void sn_arena_sync_program(sn_arena *ar)
     sn_lock_take(&ar->lock);
     int n = ar->nstreams, all = ar->streams_overflow;
     memcpy(streams, ar->streams, (size_t)n * sizeof *streams);
-    uint64_t covered = sn_sync_begin_locked(ar);
+    /* (what a device synchronisation covers is only needed for one) */
+    uint64_t covered = all ? sn_sync_begin_locked(ar) : 0;
     sn_lock_give(&ar->lock);
     if (all) {
         sn_arena_quiet(SN_REAL(cudaDeviceSynchronize)());
